@@ -1,0 +1,26 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Root of this repository (test/support/ is two levels down). */
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** The pinned CLI versions the project installs as devDependencies (see package.json). */
+export const pinnedCli = {
+  claude: { bin: 'claude', version: '2.1.328' },
+  codex: { bin: 'codex', version: '0.169.0' },
+  gemini: { bin: 'gemini', version: '0.61.0' },
+  pi: { bin: 'pi', version: '0.73.1' },
+} as const;
+
+export type PinnedCliName = keyof typeof pinnedCli;
+
+/** Path of a pinned CLI binary installed by `npm ci`; throws if it is missing so tests fail loudly. */
+export function cliBin(name: PinnedCliName): string {
+  const p = path.join(repoRoot, 'node_modules', '.bin', pinnedCli[name].bin);
+  if (!existsSync(p)) throw new Error(`pinned CLI ${name} is not installed at ${p}: run npm ci`);
+  return p;
+}
+
+/** The built `cal` entry (tests run the built CLI as a black box). */
+export const calBin = path.join(repoRoot, 'bin', 'cal.js');

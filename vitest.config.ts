@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+// End-to-end tests drive real CLI binaries in real tmux; they are slow and share two cores,
+// so files run with limited parallelism and generous timeouts.
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts', 'test/**/*.test.tsx'],
+    testTimeout: 120_000,
+    hookTimeout: 60_000,
+    maxWorkers: 2,
+    pool: 'forks',
+  },
+});
