@@ -1,0 +1,86 @@
+import { existsSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import writeFileAtomic from 'write-file-atomic';
+
+/**
+ * Pre-answers Claude Code's startup dialogs (research: claude-code.md §2).
+ *
+ * In the user's own config cal writes one thing: `projects["<real cwd>"].hasTrustDialogAccepted`.
+ * In a HOME that cal manages (demo, certify, tests: a folder holding `.cal-managed-home`) it also
+ * marks onboarding done, approves the API key in the environment (by its last 20 characters, as
+ * the CLI itself does) and skips the bypass-permissions warning.
+ */
+export const MANAGED_HOME_MARKER = '.cal-managed-home';
+
+const ClaudeJson = z.object({ projects: z.record(z.string(), z.record(z.string(), z.unknown())).optional() }).passthrough();
+
+export function claudeConfigDir(env: Record<string, string>): string {
+  if (env.CLAUDE_CONFIG_DIR) return env.CLAUDE_CONFIG_DIR;
+  return path.join(homeOf(env), '.claude');
+}
+
+export function claudeJsonPath(env: Record<string, string>): string {
+  if (env.CLAUDE_CONFIG_DIR) return path.join(env.CLAUDE_CONFIG_DIR, '.claude.json');
+  return path.join(homeOf(env), '.claude.json');
+}
+
+function homeOf(env: Record<string, string>): string {
+  const home = env.HOME;
+  if (!home) throw new Error('HOME is not set: Claude Code keeps its sessions under $HOME/.claude');
+  return home;
+}
+
+export function isManagedHome(env: Record<string, string>): boolean {
+  return existsSync(path.join(homeOf(env), MANAGED_HOME_MARKER));
+}
+
+export async function preAnswerDialogs(env: Record<string, string>, cwd: string): Promise<void> {
+  const file = claudeJsonPath(env);
+  let current: z.infer<typeof ClaudeJson> = {};
+  try {
+    const parsed = ClaudeJson.safeParse(JSON.parse(await fs.readFile(file, 'utf8')));
+    if (!parsed.success) throw new Error(`${file} is not the JSON Claude Code writes; refusing to rewrite it`);
+    current = parsed.data;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const next: Record<string, unknown> = { ...current };
+  const projects = { ...(current.projects ?? {}) };
+  const entry = projects[cwd] ?? {};
+  let changed = entry.hasTrustDialogAccepted !== true;
+  projects[cwd] = { ...entry, hasTrustDialogAccepted: true };
+  next.projects = projects;
+
+  if (isManagedHome(env)) {
+    if (next.hasCompletedOnboarding !== true) {
+      next.hasCompletedOnboarding = true;
+      changed = true;
+    }
+    const key = env.ANTHROPIC_API_KEY;
+    if (key) {
+      const responses = (next.customApiKeyResponses as { approved?: string[]; rejected?: string[] } | undefined) ?? {};
+      const approved = responses.approved ?? [];
+      const tail = key.slice(-20);
+      if (!approved.includes(tail)) {
+        next.customApiKeyResponses = { approved: [...approved, tail], rejected: responses.rejected ?? [] };
+        changed = true;
+      }
+    }
+    const settingsFile = path.join(claudeConfigDir(env), 'settings.json');
+    if (!existsSync(settingsFile)) {
+      await fs.mkdir(path.dirname(settingsFile), { recursive: true, mode: 0o700 });
+      await writeFileAtomic(settingsFile, JSON.stringify({ skipDangerousModePermissionPrompt: true }, null, 2) + '\n', { mode: 0o600 });
+    }
+  }
+  if (!changed) return;
+  await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  await writeFileAtomic(file, JSON.stringify(next, null, 2) + '\n', { mode: 0o600 });
+}
+
+/** Creates a HOME cal manages (for demo and certify): everything pre-answered there. */
+export async function createManagedHome(dir: string): Promise<void> {
+  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+  await fs.writeFile(path.join(dir, MANAGED_HOME_MARKER), 'This HOME is managed by cal; it may pre-answer CLI dialogs here.\n', { mode: 0o600 });
+}

@@ -1,0 +1,101 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { PinnedCli } from '../../handles/schema.js';
+import { findExecutable, readVersion } from '../resolve.js';
+import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
+import { claudeConfigDir, preAnswerDialogs } from './home.js';
+import { ClaudeTurnObserver, classifyRecord, normaliseForMatch, userText } from './transcript.js';
+import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
+
+/** Settings cal always adds: no self-update (it ran a global npm install here), no side traffic. */
+const claudeEnv = {
+  DISABLE_AUTOUPDATER: '1',
+  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+  DISABLE_TELEMETRY: '1',
+  DISABLE_ERROR_REPORTING: '1',
+} as const;
+
+/** The folder name Claude Code derives from a working directory. */
+export function projectSlug(cwd: string): string {
+  return cwd.replace(/[^A-Za-z0-9]/g, '-');
+}
+
+export const claudeCodeAdapter: CliAdapter = {
+  name: 'claude-code',
+  executable: 'claude',
+  capabilities: {
+    tmuxContinuation: true,
+    nativeResumeInTmux: true,
+    structuredTransport: false,
+    apiOnly: false,
+    needsStableWorkingDir: true,
+  },
+  envNames: ['HOME', 'ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN'],
+
+  async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
+    const found = findExecutable('claude', cliPath, env);
+    return { ...found, version: await readVersion(found.realPath, { ...env, ...claudeEnv }) };
+  },
+
+  async prepare(env: Record<string, string>, config: SessionConfig): Promise<void> {
+    await preAnswerDialogs(env, config.cwd);
+  },
+
+  launch(req: LaunchRequest): LaunchPlan {
+    const sessionId = req.sessionId ?? randomUUID();
+    const argv = [req.cli.realPath];
+    argv.push(req.mode === 'fresh' ? '--session-id' : '--resume', sessionId);
+    if (req.config.model) argv.push('--model', req.config.model);
+    if (req.config.systemPrompt) argv.push('--append-system-prompt', req.config.systemPrompt);
+    if (req.config.mcpConfigPath) argv.push('--mcp-config', req.config.mcpConfigPath);
+    if (req.config.toolPolicy !== 'default') argv.push('--permission-mode', req.config.toolPolicy);
+    // The first message of a launch goes in argv: the TUI submits it exactly once it is ready
+    // (measured more reliable than pasting into a pane that is still starting). `--` keeps a
+    // message that starts with '-' from being read as a flag, and ends variadic --mcp-config.
+    argv.push('--', req.message);
+    return {
+      argv,
+      env: { ...req.env, ...claudeEnv, ...(req.config.toolPolicy === 'bypassPermissions' ? { IS_SANDBOX: '1' } : {}) },
+      cwd: req.config.cwd,
+      deliversMessage: true,
+      sessionId,
+    };
+  },
+
+  async bindTranscript(req: BindRequest): Promise<TranscriptBinding | null> {
+    if (!req.sessionId) return null;
+    const projects = path.join(claudeConfigDir(req.env), 'projects');
+    const expected = path.join(projects, projectSlug(req.config.cwd), `${req.sessionId}.jsonl`);
+    const candidates = [expected];
+    // Long paths get a shortened folder name: fall back to finding the id in any project folder.
+    try {
+      for (const dir of await fs.readdir(projects)) candidates.push(path.join(projects, dir, `${req.sessionId}.jsonl`));
+    } catch {
+      return null;
+    }
+    const needle = normaliseForMatch(req.message);
+    for (const file of candidates) {
+      const read = await readJsonlFrom(file, 0);
+      if (read.missing) continue;
+      // Bound only once the CLI recorded our message: that is when the id becomes resumable.
+      const recorded = read.records.some((r) => {
+        const rec = classifyRecord(r.value);
+        if (rec.kind !== 'user') return false;
+        const text = userText(rec.record);
+        return text !== null && normaliseForMatch(text).includes(needle);
+      });
+      if (recorded) return { path: file, sessionId: req.sessionId };
+    }
+    return null;
+  },
+
+  observeTurn(message: string) {
+    return new ClaudeTurnObserver(message);
+  },
+
+  pasteText(message: string): string {
+    // A leading '/' opens a slash command and '!' bash mode in the TUI: a space keeps it text.
+    return /^[/!#]/.test(message) ? ` ${message}` : message;
+  },
+};

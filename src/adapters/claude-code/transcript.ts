@@ -1,0 +1,203 @@
+import { z } from 'zod';
+import type { ToolActivity } from '../../state/turns.js';
+import type { TurnObservation, TurnObserver } from '../types.js';
+
+/**
+ * Claude Code's session transcript (`~/.claude/projects/<slug>/<id>.jsonl`), measured on 2.1.328.
+ * Only the fields cal relies on are parsed; everything else is passed over.
+ */
+const TextBlock = z.object({ type: z.literal('text'), text: z.string() });
+const ToolUseBlock = z.object({ type: z.literal('tool_use'), id: z.string(), name: z.string(), input: z.unknown() });
+const ToolResultBlock = z.object({
+  type: z.literal('tool_result'),
+  tool_use_id: z.string(),
+  content: z.union([z.string(), z.array(z.object({ type: z.string(), text: z.string().optional() }).passthrough())]).optional(),
+  is_error: z.boolean().optional(),
+});
+const ContentBlock = z.union([TextBlock, ToolUseBlock, ToolResultBlock, z.object({ type: z.string() }).passthrough()]);
+
+const UserRecord = z.object({
+  type: z.literal('user'),
+  promptId: z.string().optional(),
+  isMeta: z.boolean().optional(),
+  origin: z.object({ kind: z.string() }).passthrough().optional(),
+  message: z.object({ role: z.literal('user'), content: z.union([z.string(), z.array(ContentBlock)]) }),
+});
+
+const AssistantRecord = z.object({
+  type: z.literal('assistant'),
+  isApiErrorMessage: z.boolean().optional(),
+  message: z.object({
+    id: z.string().optional(),
+    content: z.array(ContentBlock),
+    stop_reason: z.string().nullable().optional(),
+  }),
+});
+
+const SystemRecord = z.object({ type: z.literal('system'), subtype: z.string().optional() });
+
+const KnownOther = z.object({
+  type: z.enum([
+    'mode', 'permission-mode', 'atis-latch', 'file-history-snapshot', 'attachment', 'api-request-shape',
+    'api-request-blob', 'api-request', 'tools-used', 'last-prompt', 'queue-operation', 'cost-state', 'summary',
+    'custom-title', 'agent-name', 'tag', 'pr-link',
+  ]),
+});
+
+export type ClaudeRecord =
+  | { kind: 'user'; record: z.infer<typeof UserRecord> }
+  | { kind: 'assistant'; record: z.infer<typeof AssistantRecord> }
+  | { kind: 'system'; record: z.infer<typeof SystemRecord> }
+  | { kind: 'other' }
+  | { kind: 'unknown' };
+
+export function classifyRecord(value: unknown): ClaudeRecord {
+  const user = UserRecord.safeParse(value);
+  if (user.success) return { kind: 'user', record: user.data };
+  const assistant = AssistantRecord.safeParse(value);
+  if (assistant.success) return { kind: 'assistant', record: assistant.data };
+  const system = SystemRecord.safeParse(value);
+  if (system.success) return { kind: 'system', record: system.data };
+  if (KnownOther.safeParse(value).success) return { kind: 'other' };
+  return { kind: 'unknown' };
+}
+
+/** The user's own text of a user record (string content or text blocks), or null for tool results. */
+export function userText(record: z.infer<typeof UserRecord>): string | null {
+  const content = record.message.content;
+  if (typeof content === 'string') return content;
+  const texts: string[] = [];
+  for (const block of content) {
+    if (block.type === 'tool_result') return null;
+    if (block.type === 'text' && 'text' in block && typeof block.text === 'string') texts.push(block.text);
+  }
+  return texts.length ? texts.join('\n') : null;
+}
+
+const INTERRUPT_PREFIX = '[Request interrupted by user';
+
+/** Line endings as the TUI stores them, and without the trailing blank space pasting can add. */
+export function normaliseForMatch(text: string): string {
+  return text.replace(/\r\n?/g, '\n').trim();
+}
+
+function toolFromUse(block: z.infer<typeof ToolUseBlock>): ToolActivity {
+  const mcp = /^mcp__(.+?)__(.+)$/.exec(block.name);
+  if (mcp) return { kind: 'mcp', server: mcp[1], name: mcp[2] ?? block.name, input: block.input };
+  if (block.name === 'Bash') {
+    const command = (block.input as { command?: unknown } | null)?.command;
+    return { kind: 'shell', name: typeof command === 'string' ? command : 'Bash', input: block.input };
+  }
+  return { kind: 'tool', name: block.name, input: block.input };
+}
+
+function resultText(block: z.infer<typeof ToolResultBlock>): string {
+  if (typeof block.content === 'string') return block.content;
+  return (block.content ?? []).map((c) => c.text ?? '').join('');
+}
+
+/**
+ * Follows one turn: the first human user record containing our message, then the first end
+ * marker after it (design §5): `system/turn_duration` → completed, an API-error assistant →
+ * failed, an interrupt record → interrupted, a newer human prompt → the old turn was lost.
+ */
+export class ClaudeTurnObserver implements TurnObserver {
+  observation: TurnObservation = { phase: 'waiting' };
+  tools: ToolActivity[] = [];
+  unknownRecords = 0;
+  private readonly needle: string;
+  private turnKey: string | null = null;
+  private lastAnswer: string | null = null;
+  private readonly toolIndex = new Map<string, ToolActivity>();
+
+  constructor(message: string) {
+    this.needle = normaliseForMatch(message);
+  }
+
+  get partialAnswer(): string {
+    return this.lastAnswer ?? '';
+  }
+
+  feed(value: unknown): void {
+    if (this.observation.phase === 'ended') return;
+    const rec = classifyRecord(value);
+    if (rec.kind === 'unknown') {
+      this.unknownRecords++;
+      return;
+    }
+    if (this.observation.phase === 'waiting') {
+      if (rec.kind !== 'user' || rec.record.isMeta) return;
+      const text = userText(rec.record);
+      if (text === null || text.startsWith(INTERRUPT_PREFIX)) return;
+      if (rec.record.origin && rec.record.origin.kind !== 'human') return;
+      if (!normaliseForMatch(text).includes(this.needle)) return;
+      this.turnKey = rec.record.promptId ?? null;
+      this.observation = { phase: 'running', turnKey: this.turnKey };
+      return;
+    }
+    switch (rec.kind) {
+      case 'assistant':
+        this.onAssistant(rec.record);
+        return;
+      case 'user':
+        this.onUser(rec.record);
+        return;
+      case 'system':
+        if (rec.record.subtype === 'turn_duration') this.end('completed', this.lastAnswer, null);
+        return;
+      default:
+        return;
+    }
+  }
+
+  private onAssistant(record: z.infer<typeof AssistantRecord>): void {
+    const text = record.message.content
+      .filter((b): b is z.infer<typeof TextBlock> => b.type === 'text' && typeof (b as { text?: unknown }).text === 'string')
+      .map((b) => b.text)
+      .join('');
+    if (record.isApiErrorMessage) {
+      this.end('failed', null, text || 'the CLI recorded an API error without text');
+      return;
+    }
+    for (const block of record.message.content) {
+      const use = ToolUseBlock.safeParse(block);
+      if (use.success) {
+        const tool = toolFromUse(use.data);
+        this.tools.push(tool);
+        this.toolIndex.set(use.data.id, tool);
+      }
+    }
+    // One response with several blocks arrives as several records with the same message id.
+    if (text) this.lastAnswer = text;
+  }
+
+  private onUser(record: z.infer<typeof UserRecord>): void {
+    const content = record.message.content;
+    if (Array.isArray(content)) {
+      for (const block of content) {
+        const result = ToolResultBlock.safeParse(block);
+        if (result.success) {
+          const tool = this.toolIndex.get(result.data.tool_use_id);
+          if (tool) {
+            tool.output = resultText(result.data);
+            tool.status = result.data.is_error ? 'error' : 'completed';
+          }
+        }
+      }
+    }
+    const text = userText(record);
+    if (text === null) return;
+    if (text.startsWith(INTERRUPT_PREFIX)) {
+      this.end('interrupted', this.lastAnswer, 'the turn was interrupted');
+      return;
+    }
+    const human = !record.isMeta && (!record.origin || record.origin.kind === 'human');
+    if (human && record.promptId && record.promptId !== this.turnKey) {
+      this.end('lost', null, 'a newer prompt started before this turn recorded its end');
+    }
+  }
+
+  private end(status: 'completed' | 'failed' | 'interrupted' | 'lost', answer: string | null, error: string | null): void {
+    this.observation = { phase: 'ended', status, turnKey: this.turnKey, answer, error };
+  }
+}

@@ -1,0 +1,19 @@
+import { CalError } from '../errors.js';
+import type { ProviderName } from '../handles/schema.js';
+import { claudeCodeAdapter } from './claude-code/index.js';
+import type { CliAdapter } from './types.js';
+
+/** Name → adapter. Adding a CLI touches its own folder and one line here. */
+const adapters: Partial<Record<ProviderName, CliAdapter>> = {
+  'claude-code': claudeCodeAdapter,
+};
+
+export function cliAdapter(name: ProviderName): CliAdapter {
+  const adapter = adapters[name];
+  if (!adapter) throw new CalError('usage', `provider ${name} has no adapter in this version of cal; available: ${Object.keys(adapters).join(', ')}`);
+  return adapter;
+}
+
+export function registeredAdapters(): CliAdapter[] {
+  return Object.values(adapters);
+}

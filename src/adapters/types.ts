@@ -1,0 +1,123 @@
+import type { PinnedCli, ProviderName } from '../handles/schema.js';
+import type { ToolActivity } from '../state/turns.js';
+
+/**
+ * The one interface every coding-agent CLI adapter implements. An adapter knows launch and
+ * resume argv, environment, dialogs to pre-answer, where the transcript lives and how to read
+ * a turn out of it. It never knows about workflow phases, locks or the state directory.
+ */
+export interface Capabilities {
+  /** Messages can be pasted into a live interactive pane. */
+  tmuxContinuation: boolean;
+  /** A pane that is gone can be relaunched with the CLI's own resume. */
+  nativeResumeInTmux: boolean;
+  /** A non-interactive JSON mode with native resume exists. */
+  structuredTransport: boolean;
+  /** No CLI: cal keeps the history and calls the vendor API. */
+  apiOnly: boolean;
+  /** The CLI keys sessions by working directory, so resume must run in the original one. */
+  needsStableWorkingDir: boolean;
+}
+
+export interface SessionConfig {
+  /** The physical working directory (real path). */
+  cwd: string;
+  model: string | null;
+  systemPrompt: string | null;
+  mcpConfigPath: string | null;
+  toolPolicy: string;
+}
+
+export interface LaunchRequest {
+  cli: PinnedCli;
+  /** The user's environment, passed through to the CLI. */
+  env: Record<string, string>;
+  config: SessionConfig;
+  mode: 'fresh' | 'resume';
+  /** fresh: the id to create (if the CLI lets us choose), resume: the native id. */
+  sessionId: string | null;
+  /** Delivered by the launch itself when the adapter can (argv), else pasted afterwards. */
+  message: string;
+}
+
+export interface LaunchPlan {
+  argv: string[];
+  env: Record<string, string>;
+  cwd: string;
+  /** True when argv carries the message, so nothing is pasted after the launch. */
+  deliversMessage: boolean;
+  /** The native id the CLI will use, when known before it writes anything. */
+  sessionId: string | null;
+}
+
+export interface TranscriptBinding {
+  path: string;
+  sessionId: string;
+}
+
+export interface BindRequest {
+  env: Record<string, string>;
+  config: SessionConfig;
+  /** The id the launch chose, when the CLI lets us choose one. */
+  sessionId: string | null;
+  message: string;
+  /** When the message was sent: a transcript older than this is not ours. */
+  sentAt: Date;
+}
+
+/** What the transcript says about our turn so far. */
+export type TurnObservation =
+  | { phase: 'waiting' }
+  | { phase: 'running'; turnKey: string | null }
+  | {
+      phase: 'ended';
+      status: 'completed' | 'failed' | 'interrupted' | 'lost';
+      turnKey: string | null;
+      answer: string | null;
+      error: string | null;
+    };
+
+export interface TurnObserver {
+  /** Feed transcript records in file order. */
+  feed(record: unknown): void;
+  readonly observation: TurnObservation;
+  readonly tools: ToolActivity[];
+  /** Text streamed so far in this turn (for --stream); empty when none. */
+  readonly partialAnswer: string;
+  /** Records that matched no known shape (counted, never fatal). */
+  readonly unknownRecords: number;
+}
+
+export interface StructuredTurnResult {
+  sessionId: string;
+  status: 'completed' | 'failed' | 'interrupted';
+  answer: string | null;
+  error: string | null;
+  tools: ToolActivity[];
+  transcriptPath: string | null;
+}
+
+export interface StructuredTransport {
+  run(req: LaunchRequest & { timeoutMs: number }): Promise<StructuredTurnResult>;
+}
+
+export interface CliAdapter {
+  readonly name: ProviderName;
+  /** The executable name looked up on PATH when no --cli-path is given. */
+  readonly executable: string;
+  readonly capabilities: Capabilities;
+  /** Environment variables the CLI needs by name (never their values), for the handle. */
+  readonly envNames: readonly string[];
+  /** The real executable (a native binary behind any wrapper) and its version. */
+  resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli>;
+  /** Pre-answer startup dialogs for this working directory (trust, onboarding, …). */
+  prepare(env: Record<string, string>, config: SessionConfig): Promise<void>;
+  launch(req: LaunchRequest): LaunchPlan;
+  /** Find the transcript the CLI wrote for our first message; null while it is not there yet. */
+  bindTranscript(req: BindRequest): Promise<TranscriptBinding | null>;
+  /** A fresh observer that recognises our message and the end of its turn. */
+  observeTurn(message: string): TurnObserver;
+  /** The text to paste for a message (e.g. guard a leading '/' or '!'). */
+  pasteText(message: string): string;
+  structured?: StructuredTransport;
+}

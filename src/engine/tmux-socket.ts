@@ -1,0 +1,23 @@
+import { createHash } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ensurePrivateDir } from '../state/fs.js';
+
+/** Unix socket paths are limited to 107 bytes; a deep state directory gets a short alias. */
+const MAX_SOCKET_PATH = 100;
+
+/** The tmux socket of cal's own for one state directory, in a 0700 folder. */
+export async function tmuxSocketFor(transportDir: string): Promise<string> {
+  const direct = path.join(transportDir, 'tmux.sock');
+  if (Buffer.byteLength(direct) <= MAX_SOCKET_PATH) {
+    await ensurePrivateDir(transportDir);
+    return direct;
+  }
+  const uid = typeof process.getuid === 'function' ? process.getuid() : 0;
+  const base = path.join(os.tmpdir(), `cal-${uid}`);
+  mkdirSync(base, { recursive: true, mode: 0o700 });
+  await ensurePrivateDir(base);
+  const digest = createHash('sha256').update(transportDir).digest('hex').slice(0, 16);
+  return path.join(base, `${digest}.sock`);
+}

@@ -1,0 +1,67 @@
+/**
+ * One typed error family for everything cal reports to a user or a script.
+ * Each kind has its own exit code (design §7, §9); the table is the documented contract.
+ */
+export const exitCodes = {
+  internal: 1,
+  usage: 2,
+  not_found: 3,
+  invalid_handle: 4,
+  busy: 5,
+  stale_handle: 6,
+  non_continuable: 7,
+  non_applicable: 8,
+  resume_unavailable: 9,
+  turn_failed: 10,
+  interrupted: 11,
+  lost: 12,
+  cli_missing: 13,
+  timeout: 14,
+} as const;
+
+export type ErrorKind = keyof typeof exitCodes;
+
+export interface CalErrorDetails {
+  field?: string;
+  expected?: unknown;
+  actual?: unknown;
+  handle?: string;
+  turn?: string;
+  cause?: unknown;
+}
+
+export class CalError extends Error {
+  readonly kind: ErrorKind;
+  readonly details: CalErrorDetails;
+
+  constructor(kind: ErrorKind, message: string, details: CalErrorDetails = {}) {
+    // A one-line message: newlines from a CLI's own text would break line-oriented scripts.
+    super(message.replace(/\s*\n\s*/g, ' ').trim());
+    this.name = 'CalError';
+    this.kind = kind;
+    this.details = details;
+  }
+
+  get exitCode(): number {
+    return exitCodes[this.kind];
+  }
+
+  toJSON(): Record<string, unknown> {
+    const out: Record<string, unknown> = { kind: this.kind, message: this.message };
+    for (const key of ['field', 'expected', 'actual', 'handle', 'turn'] as const) {
+      if (this.details[key] !== undefined) out[key] = this.details[key];
+    }
+    return out;
+  }
+}
+
+export function isCalError(err: unknown): err is CalError {
+  return err instanceof CalError;
+}
+
+/** Anything that is not a CalError is a bug: report it as `internal` with its message. */
+export function toCalError(err: unknown): CalError {
+  if (isCalError(err)) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new CalError('internal', `internal error (a bug, please report it): ${message}`, { cause: err });
+}

@@ -1,0 +1,108 @@
+import { z } from 'zod';
+
+/**
+ * Handles: two nested, versioned documents (design §3). The provider handle is transport state
+ * only; the agent session handle wraps it with identity, stability fingerprint and pane history.
+ */
+export const HANDLE_SCHEMA_VERSION = 1;
+
+export const providerNames = ['claude-code', 'codex', 'gemini', 'pi', 'cursor', 'anthropic', 'openai'] as const;
+export const ProviderName = z.enum(providerNames);
+export type ProviderName = z.infer<typeof ProviderName>;
+
+export const Transport = z.enum(['tmux', 'structured', 'api']);
+export type Transport = z.infer<typeof Transport>;
+
+/** A directory as given, plus the identity of its real path: a moved or recreated folder differs. */
+export const DirIdentity = z.object({
+  path: z.string(),
+  realPath: z.string(),
+  dev: z.number(),
+  ino: z.number(),
+});
+export type DirIdentity = z.infer<typeof DirIdentity>;
+
+export const TmuxLocation = z.object({
+  socket: z.string(),
+  session: z.string(),
+  paneId: z.string(),
+});
+export type TmuxLocation = z.infer<typeof TmuxLocation>;
+
+export const PinnedCli = z.object({
+  path: z.string(),
+  realPath: z.string(),
+  version: z.string(),
+});
+export type PinnedCli = z.infer<typeof PinnedCli>;
+
+export const TranscriptCursor = z.object({
+  path: z.string(),
+  offset: z.number().int().nonnegative(),
+});
+export type TranscriptCursor = z.infer<typeof TranscriptCursor>;
+
+export const ProviderHandle = z.object({
+  provider: ProviderName,
+  transport: Transport,
+  nativeSessionId: z.string().nullable(),
+  /** An id chosen up front but not yet recorded by the CLI (no first turn on disk yet). */
+  pendingSessionId: z.string().nullable().default(null),
+  tmux: TmuxLocation.nullable(),
+  workingDir: DirIdentity,
+  projectDirId: z.string().nullable().default(null),
+  model: z.string().nullable(),
+  status: z.enum(['active', 'idle', 'lost', 'closed']),
+  cli: PinnedCli.nullable(),
+  transcript: TranscriptCursor.nullable(),
+  /** Names (never values) of the environment variables the session needs. */
+  envNames: z.array(z.string()).default([]),
+});
+export type ProviderHandle = z.infer<typeof ProviderHandle>;
+
+export const StabilityFingerprint = z.object({
+  workingDir: DirIdentity,
+  model: z.string().nullable(),
+  systemPromptHash: z.string().nullable(),
+  /** The text itself is kept (0600) because a relaunch must hand it to the CLI again. */
+  systemPrompt: z.string().nullable().default(null),
+  mcpConfigHash: z.string().nullable(),
+  mcpConfigPath: z.string().nullable().default(null),
+  toolPolicy: z.string(),
+});
+export type StabilityFingerprint = z.infer<typeof StabilityFingerprint>;
+
+export const PaneRecord = z.object({
+  tmux: TmuxLocation,
+  startedAt: z.string(),
+  endedAt: z.string().nullable(),
+  endReason: z.string().nullable(),
+  launch: z.enum(['fresh', 'resume']),
+});
+export type PaneRecord = z.infer<typeof PaneRecord>;
+
+export const HandleId = z.string().regex(/^[a-z0-9]{6,32}$/, 'a handle id is 6-32 lowercase letters and digits');
+export const HandleName = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'a name is letters, digits, dot, dash and underscore, not starting with a dot');
+
+export const AgentSessionHandle = z.object({
+  schemaVersion: z.literal(HANDLE_SCHEMA_VERSION),
+  id: HandleId,
+  name: HandleName.nullable(),
+  scope: z.enum(['chat', 'workflow_step', 'background_agent', 'certification']).default('chat'),
+  ownerId: z.string().nullable(),
+  correlationId: z.string().nullable(),
+  config: StabilityFingerprint,
+  provider: ProviderHandle,
+  /** Every pane this logical session had: the current one first, then archived ones. */
+  panes: z.array(PaneRecord),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+export type AgentSessionHandle = z.infer<typeof AgentSessionHandle>;
+
+/** Only the version field, to tell a newer handle (left alone) from a corrupt one. */
+export const VersionProbe = z.object({ schemaVersion: z.number() }).passthrough();

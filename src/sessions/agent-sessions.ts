@@ -1,0 +1,299 @@
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { cliAdapter } from '../adapters/registry.js';
+import type { CliAdapter, SessionConfig, TurnObserver } from '../adapters/types.js';
+import { continueTmuxSession, startTmuxSession, type EngineHooks, type ProviderEvent, type TurnOutcome } from '../engine/provider-continuation.js';
+import { killTransport, transportAlive } from '../engine/transport.js';
+import { tmuxSocketFor } from '../engine/tmux-socket.js';
+import { CalError, toCalError } from '../errors.js';
+import {
+  AgentSessionHandle,
+  HANDLE_SCHEMA_VERSION,
+  HandleName,
+  type PaneRecord,
+  type ProviderHandle,
+  type ProviderName,
+  type Transport,
+} from '../handles/schema.js';
+import { newId, type EventRecord, type StateStore } from '../state/store.js';
+import { terminalStatuses, type TurnRecord, type TurnStatus } from '../state/turns.js';
+import { checkStability, dirIdentity, hashFile, sha256 } from './fingerprint.js';
+
+/**
+ * The agent-session layer: "continue this session with this message". Owns handles, the
+ * stability fingerprint, one continuation per handle, turn records and lifecycle events.
+ * Transport mechanics stay behind the provider-level engine.
+ */
+export interface StartRequest {
+  provider: ProviderName;
+  message: string;
+  cwd?: string;
+  model?: string;
+  transport?: Transport;
+  name?: string;
+  systemPrompt?: string;
+  mcpConfig?: string;
+  cliPath?: string;
+  timeoutSeconds?: number;
+  env: Record<string, string>;
+  onEvent?: (event: EventRecord) => void;
+  onProgress?: (observer: TurnObserver) => void;
+}
+
+export interface ContinueRequest {
+  ref: string;
+  message: string;
+  cwd?: string;
+  model?: string;
+  systemPrompt?: string;
+  mcpConfig?: string;
+  /** undefined: busy at once; a number of seconds (Infinity: forever) to wait in line. */
+  waitSeconds?: number;
+  timeoutSeconds?: number;
+  env: Record<string, string>;
+  onEvent?: (event: EventRecord) => void;
+  onProgress?: (observer: TurnObserver) => void;
+}
+
+export interface TurnResult {
+  handle: AgentSessionHandle;
+  turn: TurnRecord;
+}
+
+export interface HandleView {
+  handle: AgentSessionHandle;
+  currentPaneAlive: boolean;
+  turns: TurnRecord[];
+  events: EventRecord[];
+}
+
+export interface HandleSummary {
+  handle: AgentSessionHandle;
+  lastTurn: TurnRecord | null;
+}
+
+const DEFAULT_TIMEOUT_S = 600;
+
+export class AgentSessions {
+  constructor(private readonly store: StateStore) {}
+
+  async start(req: StartRequest): Promise<TurnResult> {
+    const adapter = cliAdapter(req.provider);
+    const transport = req.transport ?? 'tmux';
+    if (transport === 'api') throw new CalError('usage', `${req.provider} is a coding-agent CLI; --transport api is for the API providers (anthropic, openai)`);
+    if (transport === 'structured' && !adapter.structured) {
+      throw new CalError('usage', `${req.provider} has no structured transport in cal; use --transport tmux`);
+    }
+    if (req.name !== undefined) {
+      if (!HandleName.safeParse(req.name).success) throw new CalError('usage', `invalid --name ${JSON.stringify(req.name)}: letters, digits, '.', '_', '-'`);
+      if (await this.store.isNameTaken(req.name)) throw new CalError('usage', `a handle named ${req.name} already exists; pick another --name`);
+    }
+    const workingDir = dirIdentity(req.cwd ?? process.cwd());
+    const mcpConfigPath = req.mcpConfig ? path.resolve(req.mcpConfig) : null;
+    const cli = await adapter.resolveCli(req.cliPath, req.env);
+    const now = new Date().toISOString();
+    const provider: ProviderHandle = {
+      provider: req.provider,
+      transport,
+      nativeSessionId: null,
+      pendingSessionId: randomUUID(),
+      tmux: null,
+      workingDir,
+      projectDirId: null,
+      model: req.model ?? null,
+      status: 'active',
+      cli,
+      transcript: null,
+      envNames: [...adapter.envNames],
+    };
+    const handle: AgentSessionHandle = AgentSessionHandle.parse({
+      schemaVersion: HANDLE_SCHEMA_VERSION,
+      id: newId(),
+      name: req.name ?? null,
+      scope: 'chat',
+      ownerId: null,
+      correlationId: null,
+      config: {
+        workingDir,
+        model: req.model ?? null,
+        systemPromptHash: req.systemPrompt ? sha256(req.systemPrompt) : null,
+        systemPrompt: req.systemPrompt ?? null,
+        mcpConfigHash: mcpConfigPath ? await hashFile(mcpConfigPath) : null,
+        mcpConfigPath,
+        toolPolicy: 'default',
+      },
+      provider,
+      panes: [],
+      createdAt: now,
+      updatedAt: now,
+    });
+    await this.store.saveHandle(handle);
+    return this.runTurn(adapter, handle, req.message, { ...req, waitSeconds: undefined }, 'start');
+  }
+
+  async continue(req: ContinueRequest): Promise<TurnResult> {
+    const handle = await this.store.loadHandle(req.ref);
+    if (handle.provider.transport === 'api') {
+      throw new CalError('non_applicable', `handle ${handle.id} is an API session; API sessions are continued from cal's stored history (not in this version)`, { handle: handle.id });
+    }
+    const adapter = cliAdapter(handle.provider.provider);
+    try {
+      await checkStability(handle.config, req);
+    } catch (err) {
+      const e = toCalError(err);
+      if (e.kind === 'stale_handle') {
+        await this.event(handle.id, 'stale_handle', undefined, { field: e.details.field, expected: e.details.expected, actual: e.details.actual }, req.onEvent);
+      }
+      throw e;
+    }
+    return this.runTurn(adapter, handle, req.message, req, 'continue');
+  }
+
+  /**
+   * Kills the session's pane. The handle keeps pointing at it: the next continue finds it gone,
+   * reports lost_tmux, archives it and resumes natively (the logical session lives on).
+   */
+  async killTmux(ref: string): Promise<AgentSessionHandle> {
+    const handle = await this.store.loadHandle(ref);
+    const killed = await killTransport(handle.provider);
+    if (killed) await this.event(handle.id, 'pane_killed', undefined, { pane: killed.paneId });
+    return handle;
+  }
+
+  /** Everything inspect shows about one handle. */
+  async describe(ref: string): Promise<HandleView> {
+    const handle = await this.store.loadHandle(ref);
+    return {
+      handle,
+      currentPaneAlive: await transportAlive(handle.provider),
+      turns: await this.store.listTurns(handle.id),
+      events: await this.store.readEvents(handle.id),
+    };
+  }
+
+  async list(): Promise<HandleSummary[]> {
+    const out: HandleSummary[] = [];
+    for (const handle of await this.store.listHandles()) {
+      const turns = await this.store.listTurns(handle.id);
+      out.push({ handle, lastTurn: turns.at(-1) ?? null });
+    }
+    return out;
+  }
+
+  private async runTurn(
+    adapter: CliAdapter,
+    initial: AgentSessionHandle,
+    message: string,
+    req: (StartRequest | ContinueRequest) & { waitSeconds?: number },
+    kind: 'start' | 'continue',
+  ): Promise<TurnResult> {
+    let handle = initial;
+    const turns = await this.store.listTurns(handle.id);
+    const now = new Date().toISOString();
+    let turn: TurnRecord = {
+      schemaVersion: 1,
+      id: `t${String(turns.length + 1).padStart(4, '0')}-${newId(6)}`,
+      handleId: handle.id,
+      seq: turns.length + 1,
+      message,
+      status: 'queued',
+      turnKey: null,
+      answer: null,
+      error: null,
+      tools: [],
+      ownerPid: process.pid,
+      createdAt: now,
+      updatedAt: now,
+    };
+    await this.store.saveTurn(turn);
+    const setStatus = async (status: TurnStatus, patch: Partial<TurnRecord> = {}) => {
+      turn = { ...turn, ...patch, status };
+      await this.store.saveTurn(turn);
+    };
+
+    let lock;
+    try {
+      lock = await this.store.locks.acquire(`handle-${handle.id}`, {
+        waitSeconds: req.waitSeconds,
+        onWait: async () => {
+          await setStatus('waiting_for_lock');
+          await this.event(handle.id, 'waiting_for_lock', turn.id, undefined, req.onEvent);
+        },
+      });
+    } catch (err) {
+      const e = toCalError(err);
+      await setStatus('failed', { error: { kind: e.kind, message: e.message } });
+      throw new CalError(e.kind, e.message, { ...e.details, handle: handle.id, turn: turn.id });
+    }
+
+    try {
+      // Reload under the lock: the previous holder may have changed panes or offsets.
+      handle = await this.store.loadHandle(handle.id);
+      const config: SessionConfig = {
+        cwd: handle.config.workingDir.realPath,
+        model: handle.config.model,
+        systemPrompt: handle.config.systemPrompt,
+        mcpConfigPath: handle.config.mcpConfigPath,
+        toolPolicy: handle.config.toolPolicy,
+      };
+      const hooks: EngineHooks = {
+        emit: (event: ProviderEvent, detail?: Record<string, unknown>) => this.event(handle.id, event, turn.id, detail, req.onEvent),
+        onSending: () => setStatus('sending'),
+        onRecorded: (turnKey) => setStatus('running', { turnKey }),
+        onHandleChanged: async (provider, change) => {
+          let panes = handle.panes;
+          if (change.archived) panes = archivePane(panes, change.archived.paneId, change.archived.reason);
+          if (change.added) panes = [change.added, ...panes];
+          handle = { ...handle, provider, panes };
+          await this.store.saveHandle(handle);
+        },
+        onProgress: req.onProgress,
+      };
+      const engineOpts = {
+        tmuxSocket: await tmuxSocketFor(this.store.layout.tmux),
+        paneName: `cal-${handle.id}-${handle.panes.length + 1}`,
+        env: req.env,
+        timeoutMs: (req.timeoutSeconds ?? DEFAULT_TIMEOUT_S) * 1000,
+        hooks,
+      };
+      let outcome: TurnOutcome;
+      try {
+        const run = kind === 'start'
+          ? await startTmuxSession(adapter, handle.provider, config, message, engineOpts)
+          : await continueTmuxSession(adapter, handle.provider, config, message, engineOpts);
+        outcome = run.outcome;
+      } catch (err) {
+        const e = toCalError(err);
+        // A timeout leaves the turn running: the CLI may still finish it, and recover settles it.
+        const status: TurnStatus = e.kind === 'timeout' ? turn.status : e.kind === 'lost' ? 'lost' : 'failed';
+        if (!terminalStatuses.has(turn.status)) await setStatus(status, { error: { kind: e.kind, message: e.message } });
+        if (e.kind !== 'timeout') await this.event(handle.id, 'failed', turn.id, { kind: e.kind, message: e.message }, req.onEvent);
+        throw new CalError(e.kind, e.message, { ...e.details, handle: handle.id, turn: turn.id });
+      }
+      await setStatus(outcome.status, {
+        answer: outcome.answer,
+        turnKey: outcome.turnKey ?? turn.turnKey,
+        tools: outcome.tools,
+        error: outcome.error ? { kind: errorKindFor(outcome.status), message: outcome.error } : null,
+      });
+      await this.event(handle.id, outcome.status, turn.id, { turnKey: outcome.turnKey }, req.onEvent);
+      return { handle, turn };
+    } finally {
+      await lock.release();
+    }
+  }
+
+  private async event(handle: string, event: string, turn?: string, detail?: Record<string, unknown>, sink?: (e: EventRecord) => void): Promise<void> {
+    const record: EventRecord = { time: new Date().toISOString(), handle, event, ...(turn ? { turn } : {}), ...(detail ? { detail } : {}) };
+    await this.store.appendEvent(record);
+    sink?.(record);
+  }
+}
+
+function errorKindFor(status: TurnOutcome['status']): string {
+  return status === 'failed' ? 'turn_failed' : status;
+}
+
+function archivePane(panes: PaneRecord[], paneId: string, reason: string): PaneRecord[] {
+  return panes.map((p) => (p.tmux.paneId === paneId && p.endedAt === null ? { ...p, endedAt: new Date().toISOString(), endReason: reason } : p));
+}

@@ -1,0 +1,93 @@
+import { createHash } from 'node:crypto';
+import { realpathSync, statSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { CalError } from '../errors.js';
+import type { DirIdentity, StabilityFingerprint } from '../handles/schema.js';
+
+/** A folder's identity: the path as given and the device/inode of its real path. */
+export function dirIdentity(dir: string): DirIdentity {
+  const given = path.resolve(dir);
+  let realPath: string;
+  try {
+    realPath = realpathSync(given);
+    const st = statSync(realPath);
+    if (!st.isDirectory()) throw new CalError('usage', `${given} is not a directory`);
+    return { path: given, realPath, dev: st.dev, ino: st.ino };
+  } catch (err) {
+    if (err instanceof CalError) throw err;
+    throw new CalError('usage', `working directory ${given} does not exist`);
+  }
+}
+
+export function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+export async function hashFile(file: string): Promise<string> {
+  try {
+    return sha256(await fs.readFile(file, 'utf8'));
+  } catch {
+    throw new CalError('usage', `cannot read MCP config ${file}`);
+  }
+}
+
+export interface RequestedConfig {
+  cwd?: string;
+  model?: string;
+  systemPrompt?: string;
+  mcpConfig?: string;
+}
+
+function stale(field: string, expected: unknown, actual: unknown, why: string): CalError {
+  return new CalError('stale_handle', `stale handle: ${field} ${why} (expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}); start a new session or continue with the original ${field}`, {
+    field,
+    expected,
+    actual,
+  });
+}
+
+/**
+ * Compares a continuation request (and the world as it is now) with the fingerprint recorded
+ * at start. Never a silent fresh start: any difference is a stale_handle naming the field.
+ */
+export async function checkStability(recorded: StabilityFingerprint, requested: RequestedConfig): Promise<void> {
+  const wd = recorded.workingDir;
+  let now: DirIdentity | null = null;
+  try {
+    now = dirIdentity(wd.path);
+  } catch {
+    now = null;
+  }
+  if (!now || now.dev !== wd.dev || now.ino !== wd.ino) {
+    throw stale('workingDir', `${wd.realPath} (inode ${wd.ino})`, now ? `${now.realPath} (inode ${now.ino})` : 'missing', 'was moved, deleted or recreated');
+  }
+  if (requested.cwd !== undefined) {
+    let asked: DirIdentity;
+    try {
+      asked = dirIdentity(requested.cwd);
+    } catch {
+      throw stale('workingDir', wd.realPath, path.resolve(requested.cwd), 'differs');
+    }
+    if (asked.dev !== wd.dev || asked.ino !== wd.ino) throw stale('workingDir', wd.realPath, asked.realPath, 'differs');
+  }
+  if (requested.model !== undefined && requested.model !== recorded.model) {
+    throw stale('model', recorded.model, requested.model, 'differs');
+  }
+  if (requested.systemPrompt !== undefined && sha256(requested.systemPrompt) !== recorded.systemPromptHash) {
+    throw stale('systemPrompt', recorded.systemPromptHash, sha256(requested.systemPrompt), 'differs (sha256 shown)');
+  }
+  if (requested.mcpConfig !== undefined) {
+    const asked = await hashFile(requested.mcpConfig);
+    if (asked !== recorded.mcpConfigHash) throw stale('mcpConfig', recorded.mcpConfigHash, asked, 'differs (sha256 shown)');
+  }
+  if (recorded.mcpConfigPath) {
+    let current: string;
+    try {
+      current = await hashFile(recorded.mcpConfigPath);
+    } catch {
+      current = 'missing';
+    }
+    if (current !== recorded.mcpConfigHash) throw stale('mcpConfig', recorded.mcpConfigHash, current, `file ${recorded.mcpConfigPath} changed`);
+  }
+}

@@ -1,0 +1,102 @@
+import { constants as fsConstants } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import writeFileAtomic from 'write-file-atomic';
+import type { z } from 'zod';
+import { CalError } from '../errors.js';
+
+/**
+ * Creates (0700) or checks a directory that holds cal's private state.
+ * A directory another user can write, or one reached through a symlink, is refused:
+ * whoever can write it could plant handles or symlinks that redirect cal's writes.
+ */
+export async function ensurePrivateDir(dir: string): Promise<void> {
+  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+  const st = await fs.lstat(dir);
+  if (st.isSymbolicLink() || !st.isDirectory()) {
+    throw new CalError('usage', `state path ${dir} is not a plain directory (a symlink?): refusing to use it`);
+  }
+  if ((st.mode & 0o022) !== 0) {
+    throw new CalError('usage', `state directory ${dir} is writable by other users: run chmod 700 ${dir}`);
+  }
+  if (typeof process.getuid === 'function' && st.uid !== process.getuid()) {
+    throw new CalError('usage', `state directory ${dir} belongs to another user: refusing to use it`);
+  }
+}
+
+/** Atomic write: temp file, fsync, rename; mode 0600. */
+export async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
+  await refuseSymlink(file);
+  await writeFileAtomic(file, JSON.stringify(value, null, 2) + '\n', { mode: 0o600, fsync: true });
+}
+
+/** Appends one line to a JSONL log (0600), never through a symlink. */
+export async function appendJsonLine(file: string, value: unknown): Promise<void> {
+  const handle = await fs.open(file, fsConstants.O_WRONLY | fsConstants.O_APPEND | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW, 0o600);
+  try {
+    await handle.write(JSON.stringify(value) + '\n');
+  } finally {
+    await handle.close();
+  }
+}
+
+async function refuseSymlink(file: string): Promise<void> {
+  try {
+    const st = await fs.lstat(file);
+    if (st.isSymbolicLink()) throw new CalError('invalid_handle', `${path.basename(file)} in the state directory is a symlink: refusing to follow it`);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+}
+
+export type ReadResult<T> = { ok: true; value: T } | { ok: false; reason: 'missing' } | { ok: false; reason: 'corrupt'; detail: string };
+
+/** Reads a JSON file through its schema. Never follows a symlink; never modifies the file. */
+export async function readJsonFile<S extends z.ZodType>(file: string, schema: S): Promise<ReadResult<z.infer<S>>> {
+  let text: string;
+  try {
+    const handle = await fs.open(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
+    try {
+      text = await handle.readFile('utf8');
+    } finally {
+      await handle.close();
+    }
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return { ok: false, reason: 'missing' };
+    if (code === 'ELOOP') return { ok: false, reason: 'corrupt', detail: 'it is a symlink' };
+    throw err;
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    return { ok: false, reason: 'corrupt', detail: `not valid JSON (${(err as Error).message})` };
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return { ok: false, reason: 'corrupt', detail: `${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}` };
+  }
+  return { ok: true, value: parsed.data };
+}
+
+export async function readJsonLines(file: string): Promise<unknown[]> {
+  let text: string;
+  try {
+    text = await fs.readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+  const out: unknown[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    try {
+      out.push(JSON.parse(line));
+    } catch {
+      // A torn last line from a crash is skipped, never fatal.
+    }
+  }
+  return out;
+}

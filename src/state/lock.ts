@@ -1,0 +1,183 @@
+import { randomBytes } from 'node:crypto';
+import { constants as fsConstants, readFileSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import { CalError } from '../errors.js';
+import { readJsonFile } from './fs.js';
+
+/**
+ * Cross-process lock owned by a live process. proper-lockfile only reclaims a lock after a
+ * staleness timeout; cal must reclaim a dead holder's lock at once, so the holder is identified
+ * by pid plus the kernel's start time of that pid (a reused pid is not the holder).
+ *
+ * Waiters take tickets in a queue folder and are served in arrival order.
+ */
+const LockOwner = z.object({ pid: z.number(), startTime: z.string().nullable(), token: z.string(), acquiredAt: z.string() });
+type LockOwner = z.infer<typeof LockOwner>;
+
+export function processStartTime(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Field 22 (starttime) counted after the ")" that closes the command name.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return fields[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+export function isProcessAlive(pid: number, startTime: string | null): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ESRCH') return false;
+  }
+  if (startTime === null) return true;
+  const now = processStartTime(pid);
+  return now === null ? true : now === startTime;
+}
+
+export interface HeldLock {
+  name: string;
+  release(): Promise<void>;
+}
+
+export interface AcquireOptions {
+  /** undefined: fail with busy at once; a number: wait up to that many seconds; Infinity: wait forever. */
+  waitSeconds?: number;
+  /** Called once when the caller starts to wait (for the waiting_for_lock event). */
+  onWait?: () => void | Promise<void>;
+}
+
+export class LockDirectory {
+  constructor(private readonly dir: string) {}
+
+  private lockFile(name: string): string {
+    return path.join(this.dir, `${name}.lock`);
+  }
+
+  private queueDir(name: string): string {
+    return path.join(this.dir, `${name}.queue`);
+  }
+
+  /** The current holder, if it is alive. */
+  async holder(name: string): Promise<LockOwner | null> {
+    const read = await readJsonFile(this.lockFile(name), LockOwner);
+    if (!read.ok) return null;
+    return isProcessAlive(read.value.pid, read.value.startTime) ? read.value : null;
+  }
+
+  async acquire(name: string, opts: AcquireOptions = {}): Promise<HeldLock> {
+    const me: LockOwner = {
+      pid: process.pid,
+      startTime: processStartTime(process.pid),
+      token: randomBytes(8).toString('hex'),
+      acquiredAt: new Date().toISOString(),
+    };
+    if (opts.waitSeconds === undefined) {
+      if (await this.tryTake(name, me)) return this.held(name, me);
+      throw new CalError('busy', `${name} is busy: another cal process is continuing it; retry later or pass --wait`);
+    }
+    return this.acquireInOrder(name, me, opts);
+  }
+
+  private async acquireInOrder(name: string, me: LockOwner, opts: AcquireOptions): Promise<HeldLock> {
+    const queue = this.queueDir(name);
+    await fs.mkdir(queue, { recursive: true, mode: 0o700 });
+    // hrtime-based ticket names sort in arrival order within one machine.
+    const ticket = `${process.hrtime.bigint().toString().padStart(24, '0')}-${me.pid}-${me.token}`;
+    const ticketPath = path.join(queue, ticket);
+    await fs.writeFile(ticketPath, JSON.stringify(me), { mode: 0o600, flag: 'wx' });
+    const deadline = opts.waitSeconds === Infinity ? Infinity : Date.now() + (opts.waitSeconds ?? 0) * 1000;
+    let announced = false;
+    try {
+      for (;;) {
+        if ((await this.firstLiveTicket(queue)) === ticket && (await this.tryTake(name, me))) {
+          return this.held(name, me);
+        }
+        if (!announced) {
+          announced = true;
+          await opts.onWait?.();
+        }
+        if (Date.now() >= deadline) {
+          throw new CalError('busy', `${name} is still busy after waiting ${opts.waitSeconds}s; retry later`);
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    } finally {
+      await fs.rm(ticketPath, { force: true });
+    }
+  }
+
+  private async firstLiveTicket(queue: string): Promise<string | null> {
+    const entries = (await fs.readdir(queue)).sort();
+    for (const entry of entries) {
+      const [, pid] = entry.split('-');
+      let startTime: string | null = null;
+      try {
+        startTime = (JSON.parse(await fs.readFile(path.join(queue, entry), 'utf8')) as LockOwner).startTime;
+      } catch {
+        // A ticket being written or removed right now: judge by pid alone.
+      }
+      if (isProcessAlive(Number(pid), startTime)) return entry;
+      await fs.rm(path.join(queue, entry), { force: true });
+    }
+    return null;
+  }
+
+  private async tryTake(name: string, me: LockOwner): Promise<boolean> {
+    const file = this.lockFile(name);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        const fh = await fs.open(file, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o600);
+        try {
+          await fh.writeFile(JSON.stringify(me));
+          await fh.sync();
+        } finally {
+          await fh.close();
+        }
+        return true;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      }
+      const current = await readJsonFile(file, LockOwner);
+      if (current.ok && isProcessAlive(current.value.pid, current.value.startTime)) return false;
+      if (!current.ok && current.reason === 'corrupt') {
+        // A holder may be mid-write; only a lock file that stays unreadable is reclaimed.
+        await new Promise((r) => setTimeout(r, 20));
+        const again = await readJsonFile(file, LockOwner);
+        if (again.ok) continue;
+      }
+      await this.reclaim(file, current.ok ? current.value.token : null);
+    }
+    return false;
+  }
+
+  /** Moves a dead holder's lock aside atomically; if a live lock was moved by a race, it is put back. */
+  private async reclaim(file: string, staleToken: string | null): Promise<void> {
+    const aside = `${file}.stale-${randomBytes(6).toString('hex')}`;
+    try {
+      await fs.rename(file, aside);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw err;
+    }
+    const moved = await readJsonFile(aside, LockOwner);
+    if (moved.ok && moved.value.token !== staleToken && isProcessAlive(moved.value.pid, moved.value.startTime)) {
+      await fs.link(aside, file).catch(() => undefined);
+    }
+    await fs.rm(aside, { force: true });
+  }
+
+  private held(name: string, me: LockOwner): HeldLock {
+    const file = this.lockFile(name);
+    return {
+      name,
+      release: async () => {
+        const current = await readJsonFile(file, LockOwner);
+        if (current.ok && current.value.token === me.token) await fs.rm(file, { force: true });
+      },
+    };
+  }
+}

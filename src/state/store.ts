@@ -1,0 +1,150 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { CalError } from '../errors.js';
+import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleId, HandleName, VersionProbe } from '../handles/schema.js';
+import { appendJsonLine, ensurePrivateDir, readJsonFile, readJsonLines, writeJsonAtomic } from './fs.js';
+import { LockDirectory } from './lock.js';
+import { resolveStateDir, stateLayout, type StateLayout } from './paths.js';
+import { TurnRecord } from './turns.js';
+
+export interface EventRecord {
+  time: string;
+  handle: string;
+  event: string;
+  turn?: string;
+  detail?: Record<string, unknown>;
+}
+
+/** Handle ids: short, url-safe, lowercase (base36 of random bytes). */
+export function newId(length = 10): string {
+  const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
+  const bytes = randomBytes(length);
+  let out = '';
+  for (const b of bytes) out += alphabet[b % alphabet.length];
+  return out;
+}
+
+/**
+ * A handle reference from the command line: an id or a name. Anything that could escape the
+ * handles folder (slashes, dots first, NUL) is a usage error before any file is touched.
+ */
+export function parseHandleRef(ref: string): string {
+  if (HandleId.safeParse(ref).success || HandleName.safeParse(ref).success) return ref;
+  const shown = JSON.stringify(ref.length > 40 ? `${ref.slice(0, 40)}…` : ref);
+  throw new CalError('usage', `${shown} is not a handle id or name (letters, digits, '.', '_', '-'; no paths)`);
+}
+
+export class StateStore {
+  readonly layout: StateLayout;
+  readonly locks: LockDirectory;
+
+  private constructor(root: string) {
+    this.layout = stateLayout(root);
+    this.locks = new LockDirectory(this.layout.locks);
+  }
+
+  static async open(explicitDir?: string): Promise<StateStore> {
+    const store = new StateStore(resolveStateDir(explicitDir));
+    await ensurePrivateDir(store.layout.root);
+    for (const dir of [store.layout.handles, store.layout.turns, store.layout.locks, store.layout.tmux, store.layout.homes]) {
+      await ensurePrivateDir(dir);
+    }
+    return store;
+  }
+
+  handleFile(id: string): string {
+    return path.join(this.layout.handles, `${id}.json`);
+  }
+
+  eventsFile(id: string): string {
+    return path.join(this.layout.handles, `${id}.events.jsonl`);
+  }
+
+  turnsDir(id: string): string {
+    return path.join(this.layout.turns, id);
+  }
+
+  async saveHandle(handle: AgentSessionHandle): Promise<void> {
+    const checked = AgentSessionHandle.parse({ ...handle, updatedAt: new Date().toISOString() });
+    await writeJsonAtomic(this.handleFile(handle.id), checked);
+  }
+
+  /** Loads by id or name; corrupt files are reported and left untouched. */
+  async loadHandle(ref: string): Promise<AgentSessionHandle> {
+    parseHandleRef(ref);
+    if (HandleId.safeParse(ref).success) {
+      const byId = await this.readHandleFile(ref);
+      if (byId) return byId;
+    }
+    for (const handle of await this.listHandles()) {
+      if (handle.name === ref) return handle;
+    }
+    throw new CalError('not_found', `no handle ${ref} in ${this.layout.root}; list them with: cal inspect`, { handle: ref });
+  }
+
+  private async readHandleFile(id: string): Promise<AgentSessionHandle | null> {
+    const file = this.handleFile(id);
+    const read = await readJsonFile(file, AgentSessionHandle);
+    if (read.ok) return read.value;
+    if (read.reason === 'missing') return null;
+    const probe = await readJsonFile(file, VersionProbe);
+    if (probe.ok && probe.value.schemaVersion > HANDLE_SCHEMA_VERSION) {
+      throw new CalError(
+        'invalid_handle',
+        `handle ${id} has schema version ${probe.value.schemaVersion}, newer than this cal understands (${HANDLE_SCHEMA_VERSION}); upgrade cal (the file was left untouched)`,
+        { handle: id },
+      );
+    }
+    throw new CalError('invalid_handle', `handle file ${file} is corrupt (${read.detail}); it was left untouched`, { handle: id });
+  }
+
+  /** Every readable handle; unreadable ones are skipped (inspect reports them separately). */
+  async listHandles(): Promise<AgentSessionHandle[]> {
+    const out: AgentSessionHandle[] = [];
+    for (const entry of await fs.readdir(this.layout.handles)) {
+      const m = /^([a-z0-9]{6,32})\.json$/.exec(entry);
+      if (!m?.[1]) continue;
+      const read = await readJsonFile(this.handleFile(m[1]), AgentSessionHandle);
+      if (read.ok) out.push(read.value);
+    }
+    return out.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+  }
+
+  async isNameTaken(name: string): Promise<boolean> {
+    return (await this.listHandles()).some((h) => h.name === name);
+  }
+
+  async appendEvent(event: EventRecord): Promise<void> {
+    await appendJsonLine(this.eventsFile(event.handle), event);
+  }
+
+  async readEvents(id: string): Promise<EventRecord[]> {
+    return (await readJsonLines(this.eventsFile(id))) as EventRecord[];
+  }
+
+  async saveTurn(turn: TurnRecord): Promise<void> {
+    const dir = this.turnsDir(turn.handleId);
+    await ensurePrivateDir(dir);
+    const checked = TurnRecord.parse({ ...turn, updatedAt: new Date().toISOString() });
+    await writeJsonAtomic(path.join(dir, `${turn.id}.json`), checked);
+  }
+
+  async listTurns(handleId: string): Promise<TurnRecord[]> {
+    const dir = this.turnsDir(handleId);
+    let entries: string[];
+    try {
+      entries = await fs.readdir(dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw err;
+    }
+    const out: TurnRecord[] = [];
+    for (const entry of entries) {
+      if (!entry.endsWith('.json')) continue;
+      const read = await readJsonFile(path.join(dir, entry), TurnRecord);
+      if (read.ok) out.push(read.value);
+    }
+    return out.sort((a, b) => a.seq - b.seq);
+  }
+}

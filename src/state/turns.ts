@@ -1,0 +1,36 @@
+import { z } from 'zod';
+
+/** Turn record (design §5): written durably before anything is sent. */
+export const TurnStatus = z.enum(['queued', 'waiting_for_lock', 'sending', 'running', 'completed', 'failed', 'interrupted', 'lost']);
+export type TurnStatus = z.infer<typeof TurnStatus>;
+
+export const ToolActivity = z.object({
+  kind: z.enum(['shell', 'mcp', 'tool']),
+  name: z.string(),
+  server: z.string().optional(),
+  input: z.unknown().optional(),
+  output: z.string().optional(),
+  status: z.string().optional(),
+});
+export type ToolActivity = z.infer<typeof ToolActivity>;
+
+export const TurnRecord = z.object({
+  schemaVersion: z.literal(1),
+  id: z.string(),
+  handleId: z.string(),
+  seq: z.number().int().nonnegative(),
+  message: z.string(),
+  status: TurnStatus,
+  /** The CLI's own key for the turn (Claude promptId, Codex turn_id). */
+  turnKey: z.string().nullable(),
+  answer: z.string().nullable(),
+  error: z.object({ kind: z.string(), message: z.string() }).nullable(),
+  tools: z.array(ToolActivity).default([]),
+  /** The CLI process that owns the turn (for recover): pid of cal when sending. */
+  ownerPid: z.number().nullable().default(null),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+export type TurnRecord = z.infer<typeof TurnRecord>;
+
+export const terminalStatuses: ReadonlySet<TurnStatus> = new Set(['completed', 'failed', 'interrupted', 'lost']);

@@ -1,0 +1,138 @@
+import { watch, type FSWatcher } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+
+/**
+ * Incremental JSONL reading from a stored byte offset. Knows nothing about which CLI wrote it.
+ * A partial last line (the writer is mid-append) is left for the next read: the returned offset
+ * only ever moves past complete lines, so a stored offset is always a line boundary.
+ */
+export interface JsonlRecord {
+  value: unknown;
+  /** Byte offset just past this record's newline. */
+  endOffset: number;
+}
+
+export interface TailResult {
+  records: JsonlRecord[];
+  offset: number;
+  /** Lines that were not JSON (torn writes, invalid UTF-8 noise, oversized lines). */
+  skipped: number;
+  /** The file is shorter than the stored offset: it was replaced or truncated. */
+  truncated: boolean;
+  missing: boolean;
+}
+
+const CHUNK = 1 << 20;
+/** Lines longer than this are skipped whole rather than held in memory. */
+export const MAX_LINE_BYTES = 16 << 20;
+
+export async function readJsonlFrom(file: string, offset: number, maxBytes = 8 << 20): Promise<TailResult> {
+  let fh: fs.FileHandle;
+  try {
+    fh = await fs.open(file, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { records: [], offset, skipped: 0, truncated: false, missing: true };
+    throw err;
+  }
+  try {
+    const { size } = await fh.stat();
+    if (size < offset) return { records: [], offset, skipped: 0, truncated: true, missing: false };
+    const records: JsonlRecord[] = [];
+    let skipped = 0;
+    let pos = offset;
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
+    let lineStart = offset;
+    let oversized = false;
+    let consumed = 0;
+    while (pos < size && consumed < maxBytes) {
+      const len = Math.min(CHUNK, size - pos);
+      const buf = Buffer.allocUnsafe(len);
+      const { bytesRead } = await fh.read(buf, 0, len, pos);
+      if (bytesRead === 0) break;
+      let start = 0;
+      for (;;) {
+        const nl = buf.indexOf(10, start);
+        if (nl === -1 || nl >= bytesRead) break;
+        const endOffset = pos + nl + 1;
+        if (oversized) {
+          skipped++;
+        } else {
+          const piece = buf.subarray(start, nl);
+          const line = pendingBytes ? Buffer.concat([...pending, piece]) : piece;
+          const parsed = parseLine(line);
+          if (parsed === undefined) {
+            if (line.length > 0 && line.toString('utf8').trim()) skipped++;
+          } else {
+            records.push({ value: parsed, endOffset });
+          }
+        }
+        pending = [];
+        pendingBytes = 0;
+        oversized = false;
+        lineStart = endOffset;
+        start = nl + 1;
+      }
+      if (start < bytesRead && !oversized) {
+        pending.push(Buffer.from(buf.subarray(start, bytesRead)));
+        pendingBytes += bytesRead - start;
+        if (pendingBytes > MAX_LINE_BYTES) {
+          oversized = true;
+          pending = [];
+          pendingBytes = 0;
+        }
+      }
+      pos += bytesRead;
+      consumed += bytesRead;
+    }
+    return { records, offset: lineStart, skipped, truncated: false, missing: false };
+  } finally {
+    await fh.close();
+  }
+}
+
+function parseLine(line: Buffer): unknown {
+  if (line.length === 0) return undefined;
+  try {
+    return JSON.parse(line.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Resolves when `file` may have changed: woken by a file-change notification on its folder,
+ * with a polling fallback (inotify can miss events, and the folder may not exist yet).
+ */
+export function waitForChange(file: string, timeoutMs: number, pollMs = 200): Promise<void> {
+  return new Promise((resolve) => {
+    let watcher: FSWatcher | null = null;
+    const base = path.basename(file);
+    const done = () => {
+      clearTimeout(timer);
+      clearInterval(poll);
+      watcher?.close();
+      resolve();
+    };
+    const timer = setTimeout(done, timeoutMs);
+    let lastSize = -1;
+    const poll = setInterval(() => {
+      fs.stat(file).then(
+        (st) => {
+          if (lastSize !== -1 && st.size !== lastSize) done();
+          lastSize = st.size;
+        },
+        () => undefined,
+      );
+    }, pollMs);
+    try {
+      watcher = watch(path.dirname(file), (_event, name) => {
+        if (!name || name === base) done();
+      });
+      watcher.on('error', () => undefined);
+    } catch {
+      // Folder not there yet: polling covers it.
+    }
+  });
+}
