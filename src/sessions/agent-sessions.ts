@@ -3,6 +3,7 @@ import path from 'node:path';
 import { cliAdapter } from '../adapters/registry.js';
 import type { CliAdapter, SessionConfig, TurnObserver } from '../adapters/types.js';
 import { continueTmuxSession, startTmuxSession, type EngineHooks, type ProviderEvent, type TurnOutcome } from '../engine/provider-continuation.js';
+import { runStructuredTurn } from '../engine/structured-continuation.js';
 import { killTransport, transportAlive } from '../engine/transport.js';
 import { tmuxSocketFor } from '../engine/tmux-socket.js';
 import { CalError, toCalError } from '../errors.js';
@@ -258,9 +259,12 @@ export class AgentSessions {
       };
       let outcome: TurnOutcome;
       try {
-        const run = kind === 'start'
-          ? await startTmuxSession(adapter, handle.provider, config, message, engineOpts)
-          : await continueTmuxSession(adapter, handle.provider, config, message, engineOpts);
+        const run =
+          handle.provider.transport === 'structured'
+            ? await runStructuredTurn(adapter, handle.provider, config, message, engineOpts)
+            : kind === 'start'
+              ? await startTmuxSession(adapter, handle.provider, config, message, engineOpts)
+              : await continueTmuxSession(adapter, handle.provider, config, message, engineOpts);
         outcome = run.outcome;
       } catch (err) {
         const e = toCalError(err);
