@@ -1,0 +1,83 @@
+/** `cal model serve`: run the scripted model server in the foreground until SIGINT/SIGTERM. */
+import type { Command } from 'commander';
+import { isLoopbackHost, startModelServer } from '../model/server.js';
+
+export interface ModelServeOptions {
+  host?: string;
+  port?: string | number;
+  log?: string;
+  allowRemote?: boolean;
+}
+
+function parsePort(value: string | number | undefined): number | null {
+  if (value === undefined || value === '') return 0;
+  const s = String(value).trim();
+  if (!/^\d+$/.test(s)) return null;
+  const n = Number(s);
+  return n <= 65535 ? n : null;
+}
+
+/**
+ * Start the server, print its base URL as the first stdout line, and serve until SIGINT or
+ * SIGTERM. Resolves with the exit code: 0 after a signal, 2 for bad options, 1 if it cannot bind.
+ */
+export async function runModelServe(opts: ModelServeOptions): Promise<number> {
+  const host = opts.host ?? '127.0.0.1';
+  const port = parsePort(opts.port);
+  if (port === null) {
+    process.stderr.write(`cal model serve: --port must be a whole number 0..65535, got ${String(opts.port)}\n`);
+    return 2;
+  }
+  if (!isLoopbackHost(host) && !opts.allowRemote) {
+    process.stderr.write(
+      `cal model serve: ${host} is not a loopback address; the scripted model has no authentication. Pass --allow-remote to bind it anyway.\n`,
+    );
+    return 2;
+  }
+  let server;
+  try {
+    server = await startModelServer({ host, port, allowRemote: opts.allowRemote === true, ...(opts.log ? { logFile: opts.log } : {}) });
+  } catch (err) {
+    process.stderr.write(`cal model serve: ${(err as Error).message}\n`);
+    return 1;
+  }
+  process.stdout.write(`${server.url}\n`);
+  if (!isLoopbackHost(host)) process.stderr.write('warning: serving on a non-loopback address without authentication\n');
+  process.stderr.write(
+    [
+      'Scripted model ready. Point a CLI at it:',
+      `  Claude Code: ANTHROPIC_BASE_URL=${server.url} ANTHROPIC_AUTH_TOKEN=dummy`,
+      `  Codex:       [model_providers.mock] base_url = "${server.url}/v1", wire_api = "responses"`,
+      `  Gemini CLI:  GOOGLE_GEMINI_BASE_URL=${server.url} GEMINI_API_KEY=dummy`,
+      `  Pi:          models.json baseUrl "${server.url}/v1", api "openai-completions"`,
+      'Stop with Ctrl+C.',
+      '',
+    ].join('\n'),
+  );
+  await new Promise<void>((resolve) => {
+    const stop = (): void => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+  await server.close();
+  return 0;
+}
+
+/** Add `model serve` to a commander program (for programs that do not declare it themselves). */
+export function registerModelCommand(program: Command): void {
+  const model = program.command('model').description('the scripted model server');
+  model
+    .command('serve')
+    .description('serve the scripted model on 127.0.0.1; prints its base URL and runs until stopped')
+    .option('--host <host>', 'address to bind', '127.0.0.1')
+    .option('--port <port>', 'port (default: any free one)')
+    .option('--log <file>', 'append every request to this JSONL file')
+    .option('--allow-remote', 'allow a non-loopback --host')
+    .action(async (opts: ModelServeOptions) => {
+      process.exitCode = await runModelServe(opts);
+    });
+}
