@@ -76,9 +76,12 @@ export function userText(record: z.infer<typeof UserRecord>): string | null {
 
 const INTERRUPT_PREFIX = '[Request interrupted by user';
 
-/** Line endings as the TUI stores them, and without the trailing blank space pasting can add. */
+/**
+ * The text as the TUI stores it: CR/CRLF become LF, each tab becomes four spaces (measured on
+ * 2.1.328: the input box expands pasted tabs), and no surrounding blank space.
+ */
 export function normaliseForMatch(text: string): string {
-  return text.replace(/\r\n?/g, '\n').trim();
+  return text.replace(/\r\n?/g, '\n').replace(/\t/g, '    ').trim();
 }
 
 function toolFromUse(block: z.infer<typeof ToolUseBlock>): ToolActivity {

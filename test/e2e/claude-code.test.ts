@@ -1,0 +1,157 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startModelServer, type ModelServer } from '../../src/model/server.js';
+import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir } from '../support/cal.js';
+import { claudeTestEnv, makeWorkDir } from '../support/claude-home.js';
+import { pinnedCli } from '../support/clis.js';
+
+/**
+ * Issue 3 acceptance: the real pinned `claude` binary in real tmux against the scripted model.
+ * The tests in this file build on each other (one logical session), so they run in order.
+ */
+describe('Claude Code in tmux, end to end', () => {
+  let server: ModelServer;
+  let root: string;
+  let state: string;
+  let work: string;
+  let env: Record<string, string>;
+  let handle = '';
+
+  const cal = (args: string[], input?: string) => runCal(['--state-dir', state, ...args], { env, input });
+  const inspect = async () => (await cal(['inspect', handle, '--json'])).json;
+
+  beforeAll(async () => {
+    server = await startModelServer({});
+    root = await scratchDir('claude-e2e');
+    state = path.join(root, 'state');
+    work = await makeWorkDir(root);
+    env = await claudeTestEnv(root, server.url, baseEnv({}));
+  });
+
+  afterAll(async () => {
+    await killStateTmux(state);
+    await server.close();
+  });
+
+  it('start prints the answer, and the handle holds the native id, pane, CLI version and offset', async () => {
+    const run = await cal(['start', '--provider', 'claude-code', '--cwd', work, 'Remember the codeword TANGO.']);
+    expect(run.stderr).toMatch(/^handle: [a-z0-9]+$/m);
+    expect(run.code).toBe(0);
+    expect(run.stdout.trim()).toBe('OK, I will remember the codeword TANGO.');
+    handle = handleFromStderr(run.stderr) ?? '';
+    const view = await inspect();
+    expect(view.provider.nativeSessionId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(view.provider.tmux.paneId).toMatch(/^%\d+$/);
+    expect(view.currentPaneAlive).toBe(true);
+    expect(view.provider.cli.version).toBe(pinnedCli.claude.version);
+    expect(view.provider.cli.realPath).toMatch(/claude\.exe$/);
+    expect(view.provider.transcript.offset).toBeGreaterThan(0);
+    const size = (await fs.stat(view.provider.transcript.path)).size;
+    expect(view.provider.transcript.offset).toBeLessThanOrEqual(size);
+    // Only the trust entry of the exact cwd (and, in this cal-managed HOME, onboarding) was written.
+    const claudeJson = JSON.parse(await fs.readFile(path.join(env.HOME!, '.claude.json'), 'utf8'));
+    expect(claudeJson.projects[await fs.realpath(work)].hasTrustDialogAccepted).toBe(true);
+  });
+
+  it('continue with the pane alive pastes into it (no relaunch) and recalls', async () => {
+    const before = await inspect();
+    server.clearLog();
+    const run = await cal(['continue', handle, '--json', '--events', 'What was the codeword?']);
+    expect(run.code).toBe(0);
+    expect(run.json.turn.answer).toBe('The codeword was TANGO.');
+    expect(run.json.turn.status).toBe('completed');
+    const events = run.stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l).event);
+    expect(events).toEqual(['running', 'completed']);
+    const after = await inspect();
+    expect(after.panes).toHaveLength(1);
+    expect(after.provider.tmux.paneId).toBe(before.provider.tmux.paneId);
+    expect(after.provider.transcript.offset).toBeGreaterThan(before.provider.transcript.offset);
+  });
+
+  it('after kill-tmux, continue reports lost_tmux and resuming, resumes natively and recalls', async () => {
+    const before = await inspect();
+    const kill = await cal(['kill-tmux', handle]);
+    expect(kill.code).toBe(0);
+    server.clearLog();
+    const run = await cal(['continue', handle, '--json', '--events', 'What was the codeword, again?']);
+    expect(run.code).toBe(0);
+    expect(run.json.turn.answer).toBe('The codeword was TANGO.');
+    const events = run.stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l).event);
+    expect(events).toEqual(['lost_tmux', 'resuming', 'running', 'completed']);
+
+    const after = await inspect();
+    expect(after.panes).toHaveLength(2);
+    expect(after.panes[0].endedAt).toBeNull();
+    expect(after.panes[0].launch).toBe('resume');
+    expect(after.panes[1].tmux.paneId).toBe(before.provider.tmux.paneId);
+    expect(after.panes[1].endedAt).not.toBeNull();
+    expect(after.provider.nativeSessionId).toBe(before.provider.nativeSessionId);
+    expect(after.provider.transcript.path).toBe(before.provider.transcript.path);
+
+    // The resumed request carried each earlier turn once and exactly one new message.
+    const turns = server.turnRequests();
+    const last = turns.at(-1)!;
+    expect(last.userMessages.filter((m) => m.includes('Remember the codeword TANGO.'))).toHaveLength(1);
+    expect(last.userMessages.filter((m) => m.includes('What was the codeword?'))).toHaveLength(1);
+    expect(last.userMessages.filter((m) => m.includes('What was the codeword, again?'))).toHaveLength(1);
+    expect(last.userMessages).toHaveLength(3);
+    expect(last.lastUserMessage).toContain('What was the codeword, again?');
+  });
+
+  it('a 5 KB multi-line message with quotes, $(...), backticks, tabs and non-ASCII reaches the CLI intact', async () => {
+    const line = (i: number) => `line ${i}: "double" 'single' $(touch /tmp/cal-pwned-${i}) \`uname\` \ttab ünïcødé ✓ 日本語 $HOME \\n`;
+    let message = '';
+    for (let i = 0; message.length < 5000; i++) message += line(i) + '\n';
+    message = `[[cal:echo]]\n${message.trimEnd()}`;
+    const run = await cal(['continue', handle, '--json', '-'], message);
+    expect(run.code).toBe(0);
+    const view = await inspect();
+    const transcript = await fs.readFile(view.provider.transcript.path, 'utf8');
+    const userTexts = transcript
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l))
+      .filter((r) => r.type === 'user' && typeof r.message?.content === 'string')
+      .map((r) => r.message.content as string);
+    // Byte for byte, except that Claude Code's input box turns each tab into four spaces.
+    const asStored = message.replace(/\t/g, '    ');
+    expect(userTexts.some((t) => t.includes(asStored))).toBe(true);
+    expect(server.turnRequests().at(-1)!.lastUserMessage).toContain(asStored.replace('[[cal:echo]]\n', ''));
+    expect(run.json.turn.answer).toContain(asStored.replace('[[cal:echo]]\n', ''));
+    await expect(fs.stat('/tmp/cal-pwned-0')).rejects.toThrow();
+  });
+
+  it('a scripted HTTP 500 (retries off) is turn_failed with the CLI error text, exit 10, no empty answer', async () => {
+    const run = await cal(['continue', handle, '--json', 'This one fails [[cal:http=500]]']);
+    expect(run.code).toBe(10);
+    expect(run.json.turn.status).toBe('failed');
+    expect(run.json.turn.answer).toBeNull();
+    expect(run.json.error.kind).toBe('turn_failed');
+    expect(run.json.error.message).toMatch(/API Error: 500/);
+    const plain = await cal(['continue', handle, 'Fails again [[cal:http=500]]']);
+    expect(plain.code).toBe(10);
+    expect(plain.stdout).toBe('');
+    expect(plain.stderr).toMatch(/turn_failed: .*500/);
+    // The session still works after failures.
+    const ok = await cal(['continue', handle, 'What was the codeword?']);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout.trim()).toBe('The codeword was TANGO.');
+  });
+
+  it('an unknown handle is not_found (3); a corrupt handle file is invalid_handle (4) and left untouched', async () => {
+    const unknown = await cal(['continue', 'zzzzzzzzzz', 'hello']);
+    expect(unknown.code).toBe(3);
+    expect(unknown.stderr).toMatch(/not_found/);
+    const unknownJson = await cal(['continue', 'zzzzzzzzzz', '--json', 'hello']);
+    expect(unknownJson.json.error.kind).toBe('not_found');
+
+    const file = path.join(state, 'handles', 'corrupt0001.json');
+    const garbage = '{"schemaVersion": 1, "id": "corrupt0001", "provider": trunc';
+    await fs.writeFile(file, garbage, { mode: 0o600 });
+    const corrupt = await cal(['continue', 'corrupt0001', 'hello']);
+    expect(corrupt.code).toBe(4);
+    expect(corrupt.stderr.trim().split('\n').at(-1)).toMatch(/^cal: invalid_handle: .*corrupt/);
+    expect(await fs.readFile(file, 'utf8')).toBe(garbage);
+  });
+});

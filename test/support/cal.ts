@@ -1,0 +1,59 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { execa } from 'execa';
+import { calBin } from './clis.js';
+
+export interface CalRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+  /** stdout parsed as one JSON object, when it is one. */
+  json: any;
+}
+
+/** Runs the built `cal` as a black box. */
+export async function runCal(args: string[], opts: { env?: Record<string, string | undefined>; input?: string; cwd?: string; timeoutMs?: number } = {}): Promise<CalRun> {
+  const res = await execa('node', [calBin, ...args], {
+    env: opts.env,
+    extendEnv: false,
+    input: opts.input,
+    stdin: opts.input === undefined ? 'ignore' : undefined,
+    reject: false,
+    cwd: opts.cwd,
+    timeout: opts.timeoutMs ?? 180_000,
+  });
+  let json: unknown = null;
+  try {
+    json = JSON.parse(res.stdout);
+  } catch {
+    json = null;
+  }
+  return { code: res.exitCode ?? -1, stdout: res.stdout, stderr: res.stderr, json };
+}
+
+/** The handle id printed on stderr as `handle: <id>`. */
+export function handleFromStderr(stderr: string): string | null {
+  return /^handle: (\S+)$/m.exec(stderr)?.[1] ?? null;
+}
+
+export async function scratchDir(prefix: string): Promise<string> {
+  return fs.mkdtemp(path.join(os.tmpdir(), `cal-${prefix}-`));
+}
+
+/** A base environment with nothing of the developer's own CLI config leaking in. */
+export function baseEnv(extra: Record<string, string>): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    LANG: 'C.UTF-8',
+    TERM: 'xterm-256color',
+    ...extra,
+  };
+}
+
+/** Kills the tmux server of one state directory (only the one this test started). */
+export async function killStateTmux(stateDir: string): Promise<void> {
+  const { tmuxSocketFor } = await import('../../src/engine/tmux-socket.js');
+  const socket = await tmuxSocketFor(path.join(stateDir, 'tmux'));
+  await execa('tmux', ['-S', socket, 'kill-server'], { reject: false });
+}
