@@ -13,3 +13,17 @@ export async function transportAlive(handle: ProviderHandle): Promise<boolean> {
   if (!handle.tmux) return false;
   return new TmuxServer(handle.tmux.socket).isPaneAlive(handle.tmux.paneId);
 }
+
+/** The pane's current screen, for people (inspect's preview); never an answer. */
+export async function transportScreen(handle: ProviderHandle, lines = 50): Promise<string | null> {
+  if (!handle.tmux) return null;
+  const tmux = new TmuxServer(handle.tmux.socket);
+  if (!(await tmux.paneState(handle.tmux.paneId)).exists) return null;
+  return tmux.capture(handle.tmux.paneId, lines);
+}
+
+/** argv that attaches a terminal to the session's pane on cal's own tmux socket. */
+export function attachArgv(handle: ProviderHandle): string[] | null {
+  if (!handle.tmux) return null;
+  return ['tmux', '-S', handle.tmux.socket, 'attach-session', '-t', `=${handle.tmux.session}`];
+}

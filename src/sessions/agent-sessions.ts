@@ -4,7 +4,7 @@ import { cliAdapter } from '../adapters/registry.js';
 import type { CliAdapter, SessionConfig, TurnObserver } from '../adapters/types.js';
 import { continueTmuxSession, startTmuxSession, type EngineHooks, type ProviderEvent, type TurnOutcome } from '../engine/provider-continuation.js';
 import { runStructuredTurn } from '../engine/structured-continuation.js';
-import { killTransport, transportAlive } from '../engine/transport.js';
+import { attachArgv, killTransport, transportAlive, transportScreen } from '../engine/transport.js';
 import { tmuxSocketFor } from '../engine/tmux-socket.js';
 import { CalError, toCalError } from '../errors.js';
 import {
@@ -170,6 +170,16 @@ export class AgentSessions {
       turns: await this.store.listTurns(handle.id),
       events: await this.store.readEvents(handle.id),
     };
+  }
+
+  /** The current pane's screen (a live preview for people), or null when there is no pane. */
+  async screen(ref: string): Promise<string | null> {
+    return transportScreen((await this.store.loadHandle(ref)).provider);
+  }
+
+  /** The command that attaches a terminal to the current pane, or null when there is none. */
+  async attachCommand(ref: string): Promise<string[] | null> {
+    return attachArgv((await this.store.loadHandle(ref)).provider);
   }
 
   async list(): Promise<HandleSummary[]> {
