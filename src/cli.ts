@@ -53,7 +53,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--system-prompt <text>', 'expected system prompt')
     .option('--system-prompt-file <file>', 'expected system prompt, from a file')
     .option('--mcp-config <file>', 'expected MCP config')
-    .option('--wait [seconds]', 'wait in line while another continuation runs (default: fail with busy)')
+    .option('--wait [seconds]', 'wait in line while another continuation runs, forever or --wait=S seconds (default: fail with busy)')
     .option('--timeout <seconds>', 'give up waiting for the end of the turn after this long')
     .option('--events', 'stream lifecycle events as NDJSON on stderr')
     .option('--json', 'print one JSON object on stdout')
@@ -118,7 +118,16 @@ export function buildProgram(setExit: (code: number) => void): Command {
   return program;
 }
 
+/**
+ * `--wait` takes an optional value only in the `--wait=S` form: a bare `--wait` must not swallow
+ * the message that follows it, so it is rewritten before commander sees it.
+ */
+export function normaliseArgv(argv: string[]): string[] {
+  return argv.map((arg) => (arg === '--wait' ? '--wait=forever' : arg));
+}
+
 export async function main(argv: string[]): Promise<number> {
+  argv = normaliseArgv(argv);
   let code = 0;
   const program = buildProgram((c) => {
     code = c;

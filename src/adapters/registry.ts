@@ -2,6 +2,9 @@ import { CalError } from '../errors.js';
 import type { ProviderName } from '../handles/schema.js';
 import { claudeCodeAdapter } from './claude-code/index.js';
 import type { CliAdapter } from './types.js';
+import { anthropicApi } from './api/anthropic.js';
+import { openaiApi } from './api/openai.js';
+import type { ApiProviderAdapter } from './api/types.js';
 
 /** Name → adapter. Adding a CLI touches its own folder and one line here. */
 const adapters: Partial<Record<ProviderName, CliAdapter>> = {
@@ -16,4 +19,14 @@ export function cliAdapter(name: ProviderName): CliAdapter {
 
 export function registeredAdapters(): CliAdapter[] {
   return Object.values(adapters);
+}
+
+const apiAdapters: Partial<Record<ProviderName, ApiProviderAdapter>> = {
+  anthropic: anthropicApi,
+  openai: openaiApi,
+};
+
+/** The API adapter for an API-only provider, or null for a CLI provider. */
+export function apiAdapter(name: ProviderName): ApiProviderAdapter | null {
+  return apiAdapters[name] ?? null;
 }

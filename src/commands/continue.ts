@@ -22,7 +22,7 @@ export async function runContinue(ref: string, messageArg: string | undefined, o
       throw new CalError('usage', '--system-prompt and --system-prompt-file exclude each other');
     }
     const message = await readMessage(messageArg);
-    const waitSeconds = opts.wait === undefined ? undefined : opts.wait === true ? Infinity : parseSeconds(String(opts.wait), '--wait');
+    const waitSeconds = opts.wait === undefined ? undefined : opts.wait === true || opts.wait === 'forever' ? Infinity : parseSeconds(String(opts.wait), '--wait');
     const store = await StateStore.open(global.stateDir);
     const sessions = new AgentSessions(store);
     const { handle, turn } = await sessions.continue({

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { cliAdapter } from '../adapters/registry.js';
-import type { CliAdapter, SessionConfig, TurnObserver } from '../adapters/types.js';
-import { continueTmuxSession, startTmuxSession, type EngineHooks, type ProviderEvent, type TurnOutcome } from '../engine/provider-continuation.js';
-import { runStructuredTurn } from '../engine/structured-continuation.js';
+import { apiAdapter, cliAdapter } from '../adapters/registry.js';
+import type { SessionConfig, TurnObserver } from '../adapters/types.js';
+import { continueProvider, startProvider } from '../engine/continuation.js';
+import type { EngineHooks, ProviderEvent, TurnOutcome } from '../engine/provider-continuation.js';
+import { historyFile, readHistory, writeHistory } from './api-history.js';
 import { attachArgv, killTransport, transportAlive, transportScreen } from '../engine/transport.js';
 import { tmuxSocketFor } from '../engine/tmux-socket.js';
 import { CalError, toCalError } from '../errors.js';
@@ -79,44 +80,49 @@ export class AgentSessions {
   constructor(private readonly store: StateStore) {}
 
   async start(req: StartRequest): Promise<TurnResult> {
-    const adapter = cliAdapter(req.provider);
-    const transport = req.transport ?? 'tmux';
-    if (transport === 'api') throw new CalError('usage', `${req.provider} is a coding-agent CLI; --transport api is for the API providers (anthropic, openai)`);
-    if (transport === 'structured' && !adapter.structured) {
+    const api = apiAdapter(req.provider);
+    const adapter = api ? null : cliAdapter(req.provider);
+    const transport = req.transport ?? (api ? 'api' : 'tmux');
+    if (api && transport !== 'api') throw new CalError('usage', `${req.provider} is an API provider: it only has --transport api`);
+    if (!api && transport === 'api') throw new CalError('usage', `${req.provider} is a coding-agent CLI; --transport api is for the API providers (anthropic, openai)`);
+    if (adapter && transport === 'structured' && !adapter.structured) {
       throw new CalError('usage', `${req.provider} has no structured transport in cal; use --transport tmux`);
     }
+    if (api && req.mcpConfig) throw new CalError('usage', `${req.provider} is an API provider: --mcp-config applies to coding-agent CLIs`);
+    api?.checkEnv(req.env);
     if (req.name !== undefined) {
       if (!HandleName.safeParse(req.name).success) throw new CalError('usage', `invalid --name ${JSON.stringify(req.name)}: letters, digits, '.', '_', '-'`);
       if (await this.store.isNameTaken(req.name)) throw new CalError('usage', `a handle named ${req.name} already exists; pick another --name`);
     }
     const workingDir = dirIdentity(req.cwd ?? process.cwd());
     const mcpConfigPath = req.mcpConfig ? path.resolve(req.mcpConfig) : null;
-    const cli = await adapter.resolveCli(req.cliPath, req.env);
+    const cli = adapter ? await adapter.resolveCli(req.cliPath, req.env) : null;
+    const id = newId();
     const now = new Date().toISOString();
     const provider: ProviderHandle = {
       provider: req.provider,
       transport,
       nativeSessionId: null,
-      pendingSessionId: randomUUID(),
+      pendingSessionId: api ? null : randomUUID(),
       tmux: null,
       workingDir,
       projectDirId: null,
-      model: req.model ?? null,
+      model: req.model ?? api?.defaultModel ?? null,
       status: 'active',
       cli,
-      transcript: null,
-      envNames: [...adapter.envNames],
+      transcript: api ? { path: historyFile(this.store.layout.history, id), offset: 0 } : null,
+      envNames: [...(adapter ?? api)!.envNames],
     };
     const handle: AgentSessionHandle = AgentSessionHandle.parse({
       schemaVersion: HANDLE_SCHEMA_VERSION,
-      id: newId(),
+      id,
       name: req.name ?? null,
       scope: 'chat',
       ownerId: null,
       correlationId: null,
       config: {
         workingDir,
-        model: req.model ?? null,
+        model: req.model ?? api?.defaultModel ?? null,
         systemPromptHash: req.systemPrompt ? sha256(req.systemPrompt) : null,
         systemPrompt: req.systemPrompt ?? null,
         mcpConfigHash: mcpConfigPath ? await hashFile(mcpConfigPath) : null,
@@ -129,25 +135,21 @@ export class AgentSessions {
       updatedAt: now,
     });
     await this.store.saveHandle(handle);
-    return this.runTurn(adapter, handle, req.message, { ...req, waitSeconds: undefined }, 'start');
+    return this.runTurn(handle, req.message, { ...req, waitSeconds: undefined }, 'start');
   }
 
   async continue(req: ContinueRequest): Promise<TurnResult> {
     const handle = await this.store.loadHandle(req.ref);
-    if (handle.provider.transport === 'api') {
-      throw new CalError('non_applicable', `handle ${handle.id} is an API session; API sessions are continued from cal's stored history (not in this version)`, { handle: handle.id });
-    }
-    const adapter = cliAdapter(handle.provider.provider);
     try {
-      await checkStability(handle.config, req);
+      await checkStability(handle.config, req, { workingDir: handle.provider.transport !== 'api' });
     } catch (err) {
       const e = toCalError(err);
       if (e.kind === 'stale_handle') {
         await this.event(handle.id, 'stale_handle', undefined, { field: e.details.field, expected: e.details.expected, actual: e.details.actual }, req.onEvent);
       }
-      throw e;
+      throw new CalError(e.kind, e.message, { ...e.details, handle: handle.id });
     }
-    return this.runTurn(adapter, handle, req.message, req, 'continue');
+    return this.runTurn(handle, req.message, req, 'continue');
   }
 
   /**
@@ -156,6 +158,9 @@ export class AgentSessions {
    */
   async killTmux(ref: string): Promise<AgentSessionHandle> {
     const handle = await this.store.loadHandle(ref);
+    if (handle.provider.transport === 'api') {
+      throw new CalError('non_applicable', `handle ${handle.id} is an API session: it has no tmux pane to kill`, { handle: handle.id });
+    }
     const killed = await killTransport(handle.provider);
     if (killed) await this.event(handle.id, 'pane_killed', undefined, { pane: killed.paneId });
     return handle;
@@ -192,7 +197,6 @@ export class AgentSessions {
   }
 
   private async runTurn(
-    adapter: CliAdapter,
     initial: AgentSessionHandle,
     message: string,
     req: (StartRequest | ContinueRequest) & { waitSeconds?: number },
@@ -269,13 +273,15 @@ export class AgentSessions {
       };
       let outcome: TurnOutcome;
       try {
-        const run =
-          handle.provider.transport === 'structured'
-            ? await runStructuredTurn(adapter, handle.provider, config, message, engineOpts)
-            : kind === 'start'
-              ? await startTmuxSession(adapter, handle.provider, config, message, engineOpts)
-              : await continueTmuxSession(adapter, handle.provider, config, message, engineOpts);
-        outcome = run.outcome;
+        if (handle.provider.transport === 'api') {
+          outcome = await this.apiTurn(handle, message, req.env, engineOpts.timeoutMs, hooks);
+        } else {
+          const adapter = cliAdapter(handle.provider.provider);
+          const run = kind === 'start'
+            ? await startProvider(adapter, handle.provider, config, message, engineOpts)
+            : await continueProvider(adapter, handle.provider, config, message, engineOpts);
+          outcome = run.outcome;
+        }
       } catch (err) {
         const e = toCalError(err);
         // A timeout leaves the turn running: the CLI may still finish it, and recover settles it.
@@ -295,6 +301,33 @@ export class AgentSessions {
     } finally {
       await lock.release();
     }
+  }
+
+  /**
+   * Agent-level continuation of an API session: the stored history plus the new message goes to
+   * the vendor API; the history grows only by a completed exchange.
+   */
+  private async apiTurn(handle: AgentSessionHandle, message: string, env: Record<string, string>, timeoutMs: number, hooks: EngineHooks): Promise<TurnOutcome> {
+    const api = apiAdapter(handle.provider.provider);
+    if (!api || !handle.provider.transcript) throw new CalError('invalid_handle', `handle ${handle.id} is an API session without an API provider or history`);
+    api.checkEnv(env);
+    const file = handle.provider.transcript.path;
+    const history = await readHistory(file);
+    await hooks.onSending();
+    await hooks.onRecorded(null);
+    await hooks.emit('running', {});
+    const reply = await api.send({
+      model: handle.config.model ?? api.defaultModel,
+      system: handle.config.systemPrompt,
+      messages: [...history, { role: 'user', content: message }],
+      env,
+      timeoutMs,
+    });
+    if (!reply.ok) return { status: 'failed', answer: null, error: reply.message, turnKey: null, tools: [] };
+    const messages = [...history, { role: 'user' as const, content: message }, { role: 'assistant' as const, content: reply.text }];
+    await writeHistory(file, messages);
+    await hooks.onHandleChanged({ ...handle.provider, status: 'idle', transcript: { path: file, offset: messages.length } }, {});
+    return { status: 'completed', answer: reply.text, error: null, turnKey: `m${messages.length - 1}`, tools: [] };
   }
 
   private async event(handle: string, event: string, turn?: string, detail?: Record<string, unknown>, sink?: (e: EventRecord) => void): Promise<void> {

@@ -51,26 +51,9 @@ function stale(field: string, expected: unknown, actual: unknown, why: string): 
  * Compares a continuation request (and the world as it is now) with the fingerprint recorded
  * at start. Never a silent fresh start: any difference is a stale_handle naming the field.
  */
-export async function checkStability(recorded: StabilityFingerprint, requested: RequestedConfig): Promise<void> {
+export async function checkStability(recorded: StabilityFingerprint, requested: RequestedConfig, opts: { workingDir: boolean } = { workingDir: true }): Promise<void> {
   const wd = recorded.workingDir;
-  let now: DirIdentity | null = null;
-  try {
-    now = dirIdentity(wd.path);
-  } catch {
-    now = null;
-  }
-  if (!now || now.dev !== wd.dev || now.ino !== wd.ino) {
-    throw stale('workingDir', `${wd.realPath} (inode ${wd.ino})`, now ? `${now.realPath} (inode ${now.ino})` : 'missing', 'was moved, deleted or recreated');
-  }
-  if (requested.cwd !== undefined) {
-    let asked: DirIdentity;
-    try {
-      asked = dirIdentity(requested.cwd);
-    } catch {
-      throw stale('workingDir', wd.realPath, path.resolve(requested.cwd), 'differs');
-    }
-    if (asked.dev !== wd.dev || asked.ino !== wd.ino) throw stale('workingDir', wd.realPath, asked.realPath, 'differs');
-  }
+  if (opts.workingDir) checkWorkingDir(wd, requested);
   if (requested.model !== undefined && requested.model !== recorded.model) {
     throw stale('model', recorded.model, requested.model, 'differs');
   }
@@ -89,5 +72,27 @@ export async function checkStability(recorded: StabilityFingerprint, requested: 
       current = 'missing';
     }
     if (current !== recorded.mcpConfigHash) throw stale('mcpConfig', recorded.mcpConfigHash, current, `file ${recorded.mcpConfigPath} changed`);
+  }
+}
+
+/** The folder must still be the same one (device and inode of its real path), and so must --cwd. */
+function checkWorkingDir(wd: DirIdentity, requested: RequestedConfig): void {
+  let now: DirIdentity | null = null;
+  try {
+    now = dirIdentity(wd.path);
+  } catch {
+    now = null;
+  }
+  if (!now || now.dev !== wd.dev || now.ino !== wd.ino) {
+    throw stale('workingDir', `${wd.realPath} (inode ${wd.ino})`, now ? `${now.realPath} (inode ${now.ino})` : 'missing', 'was moved, deleted or recreated');
+  }
+  if (requested.cwd !== undefined) {
+    let asked: DirIdentity;
+    try {
+      asked = dirIdentity(requested.cwd);
+    } catch {
+      throw stale('workingDir', wd.realPath, path.resolve(requested.cwd), 'differs');
+    }
+    if (asked.dev !== wd.dev || asked.ino !== wd.ino) throw stale('workingDir', wd.realPath, asked.realPath, 'differs');
   }
 }

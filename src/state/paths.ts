@@ -20,6 +20,7 @@ export interface StateLayout {
   locks: string;
   tmux: string;
   homes: string;
+  history: string;
 }
 
 export function stateLayout(root: string): StateLayout {
@@ -30,5 +31,6 @@ export function stateLayout(root: string): StateLayout {
     locks: path.join(root, 'locks'),
     tmux: path.join(root, 'tmux'),
     homes: path.join(root, 'homes'),
+    history: path.join(root, 'history'),
   };
 }

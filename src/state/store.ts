@@ -47,7 +47,7 @@ export class StateStore {
   static async open(explicitDir?: string): Promise<StateStore> {
     const store = new StateStore(resolveStateDir(explicitDir));
     await ensurePrivateDir(store.layout.root);
-    for (const dir of [store.layout.handles, store.layout.turns, store.layout.locks, store.layout.tmux, store.layout.homes]) {
+    for (const dir of [store.layout.handles, store.layout.turns, store.layout.locks, store.layout.tmux, store.layout.homes, store.layout.history]) {
       await ensurePrivateDir(dir);
     }
     return store;
