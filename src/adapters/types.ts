@@ -1,5 +1,5 @@
 import type { PinnedCli, ProviderName } from '../handles/schema.js';
-import type { ToolActivity } from '../state/turns.js';
+import type { ToolActivity } from '../handles/tool-activity.js';
 
 /**
  * The one interface every coding-agent CLI adapter implements. An adapter knows launch and
@@ -120,4 +120,9 @@ export interface CliAdapter {
   /** The text to paste for a message (e.g. guard a leading '/' or '!'). */
   pasteText(message: string): string;
   structured?: StructuredTransport;
+  /**
+   * The environment that points this CLI at cal's scripted model, in a throwaway HOME (or CLI
+   * home) under `dir` that cal manages: for demo, certify and tests. No key, no network.
+   */
+  scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>): Promise<Record<string, string>>;
 }

@@ -3,7 +3,6 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createManagedHome } from '../adapters/claude-code/home.js';
 import { CalError } from '../errors.js';
 import { startModelServer } from '../model/server.js';
 import { AgentSessions } from '../sessions/agent-sessions.js';
@@ -24,18 +23,9 @@ export async function runDemo(opts: { provider: string; cliPath?: string }, glob
   let store: StateStore | null = null;
   try {
     store = await StateStore.open(stateDir);
-    const home = path.join(scratch, 'home');
     const work = path.join(scratch, 'work');
-    await createManagedHome(home);
     await fs.mkdir(work, { recursive: true });
-    const env = passThroughEnv();
-    delete env.ANTHROPIC_API_KEY;
-    Object.assign(env, {
-      HOME: home,
-      ANTHROPIC_BASE_URL: server.url,
-      ANTHROPIC_AUTH_TOKEN: 'cal-demo',
-      CLAUDE_CODE_MAX_RETRIES: '0',
-    });
+    const env = await AgentSessions.scriptedModelEnv('claude-code', scratch, server.url, passThroughEnv());
     const cliPath = opts.cliPath ?? (findOnPath('claude', env.PATH) ? undefined : bundledCli('claude'));
     const sessions = new AgentSessions(store);
     say(`scripted model: ${server.url}`);

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ensurePrivateDir } from '../state/fs.js';
+import { ensurePrivateDir } from '../util/private-dir.js';
 
 /** Unix socket paths are limited to 107 bytes; a deep state directory gets a short alias. */
 const MAX_SOCKET_PATH = 100;

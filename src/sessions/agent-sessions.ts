@@ -177,6 +177,11 @@ export class AgentSessions {
     };
   }
 
+  /** Environment for running `provider` against cal's scripted model in a managed home under dir. */
+  static async scriptedModelEnv(provider: ProviderName, dir: string, modelUrl: string, env: Record<string, string>): Promise<Record<string, string>> {
+    return cliAdapter(provider).scriptedModelEnv(dir, modelUrl, env);
+  }
+
   /** The current pane's screen (a live preview for people), or null when there is no pane. */
   async screen(ref: string): Promise<string | null> {
     return transportScreen((await this.store.loadHandle(ref)).provider);

@@ -1,18 +1,11 @@
 import { z } from 'zod';
+import { ToolActivity } from '../handles/tool-activity.js';
+
+export { ToolActivity } from '../handles/tool-activity.js';
 
 /** Turn record (design §5): written durably before anything is sent. */
 export const TurnStatus = z.enum(['queued', 'waiting_for_lock', 'sending', 'running', 'completed', 'failed', 'interrupted', 'lost']);
 export type TurnStatus = z.infer<typeof TurnStatus>;
-
-export const ToolActivity = z.object({
-  kind: z.enum(['shell', 'mcp', 'tool']),
-  name: z.string(),
-  server: z.string().optional(),
-  input: z.unknown().optional(),
-  output: z.string().optional(),
-  status: z.string().optional(),
-});
-export type ToolActivity = z.infer<typeof ToolActivity>;
 
 export const TurnRecord = z.object({
   schemaVersion: z.literal(1),

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { PinnedCli } from '../../handles/schema.js';
 import { findExecutable, readVersion } from '../resolve.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
-import { claudeConfigDir, preAnswerDialogs } from './home.js';
+import { claudeConfigDir, createManagedHome, preAnswerDialogs } from './home.js';
 import { ClaudeTurnObserver, classifyRecord, normaliseForMatch, userText } from './transcript.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
 
@@ -92,6 +92,16 @@ export const claudeCodeAdapter: CliAdapter = {
 
   observeTurn(message: string) {
     return new ClaudeTurnObserver(message);
+  },
+
+  async scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>): Promise<Record<string, string>> {
+    const home = path.join(dir, 'home');
+    await createManagedHome(home);
+    const out: Record<string, string> = { ...env, HOME: home, ANTHROPIC_BASE_URL: modelUrl, ANTHROPIC_AUTH_TOKEN: 'cal-scripted-model', CLAUDE_CODE_MAX_RETRIES: '0' };
+    // A real key in the user's environment must never reach the scripted model.
+    delete out.ANTHROPIC_API_KEY;
+    delete out.CLAUDE_CONFIG_DIR;
+    return out;
   },
 
   pasteText(message: string): string {

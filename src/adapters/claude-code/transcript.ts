@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ToolActivity } from '../../state/turns.js';
+import type { ToolActivity } from '../../handles/tool-activity.js';
 import type { TurnObservation, TurnObserver } from '../types.js';
 
 /**

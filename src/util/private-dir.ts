@@ -1,0 +1,22 @@
+import fs from 'node:fs/promises';
+import { CalError } from '../errors.js';
+
+/**
+ * Creates (0700) or checks a directory that holds cal's private state.
+ * A directory another user can write, or one reached through a symlink, is refused:
+ * whoever can write it could plant handles or symlinks that redirect cal's writes.
+ */
+export async function ensurePrivateDir(dir: string): Promise<void> {
+  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+  const st = await fs.lstat(dir);
+  if (st.isSymbolicLink() || !st.isDirectory()) {
+    throw new CalError('usage', `state path ${dir} is not a plain directory (a symlink?): refusing to use it`);
+  }
+  if ((st.mode & 0o022) !== 0) {
+    throw new CalError('usage', `state directory ${dir} is writable by other users: run chmod 700 ${dir}`);
+  }
+  if (typeof process.getuid === 'function' && st.uid !== process.getuid()) {
+    throw new CalError('usage', `state directory ${dir} belongs to another user: refusing to use it`);
+  }
+}
+

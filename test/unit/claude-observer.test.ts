@@ -1,0 +1,81 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ClaudeTurnObserver } from '../../src/adapters/claude-code/transcript.js';
+import { repoRoot } from '../support/clis.js';
+
+/** Parser tests over transcripts recorded from the real Claude Code 2.1.328. */
+function records(name: string): unknown[] {
+  const text = readFileSync(path.join(repoRoot, 'fixtures', `claude-code-2.1.328-${name}.jsonl`), 'utf8');
+  return text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+}
+
+function observe(name: string, message: string, from = 0) {
+  const observer = new ClaudeTurnObserver(message);
+  for (const r of records(name).slice(from)) observer.feed(r);
+  return observer;
+}
+
+describe('Claude Code turn observer (recorded 2.1.328 transcripts)', () => {
+  it('a normal turn completes on turn_duration with the assistant text and its promptId', () => {
+    const o = observe('interactive-loop-resume', 'What was the codeword?');
+    expect(o.observation).toMatchObject({ phase: 'ended', status: 'completed', turnKey: expect.stringMatching(/^c150b67a/) });
+    expect(o.observation.phase === 'ended' && o.observation.answer).toMatch(/^MOCK#4 got \[What was the codeword\?\]/);
+  });
+
+  it('an API error record fails the turn with the CLI message, never an empty answer', () => {
+    const o = observe('interactive-api-errors-500-529-400', 'FAIL500 now');
+    expect(o.observation).toMatchObject({ phase: 'ended', status: 'failed', answer: null });
+    expect(o.observation.phase === 'ended' && o.observation.error).toMatch(/^API Error: 500/);
+  });
+
+  it('an interrupt during streaming ends the turn as interrupted', () => {
+    const o = observe('interactive-mixed-error-interrupt-tool-resume-continue-cwdchange', 'SLOW interrupt me');
+    expect(o.observation).toMatchObject({ phase: 'ended', status: 'interrupted' });
+  });
+
+  it('an interrupt during a tool ends the turn as interrupted and keeps the tool activity', () => {
+    const o = observe('interactive-interrupt-during-tool', 'TOOLTEST TOOLSLOW interrupt during tool');
+    expect(o.observation).toMatchObject({ phase: 'ended', status: 'interrupted' });
+    expect(o.tools).toHaveLength(1);
+    expect(o.tools[0]).toMatchObject({ kind: 'shell' });
+  });
+
+  it('a tool turn lists the shell command and answers with the final text only', () => {
+    const o = observe('interactive-mixed-error-interrupt-tool-resume-continue-cwdchange', 'TOOLTEST run echo');
+    expect(o.observation).toMatchObject({ phase: 'ended', status: 'completed', answer: 'Tool result was: hi' });
+    expect(o.tools).toEqual([expect.objectContaining({ kind: 'shell', name: 'echo hi', output: 'hi', status: 'completed' })]);
+  });
+
+  it('a queued message becomes its own turn after the running one', () => {
+    const o = observe('interactive-queued-and-absorbed-midturn', 'QUEUED second message');
+    expect(o.observation).toMatchObject({ phase: 'ended', status: 'completed' });
+    expect(o.observation.phase === 'ended' && o.observation.answer).toMatch(/QUEUED second message/);
+  });
+
+  it('a message not in the transcript is still waiting; stop hooks do not end a turn early', () => {
+    expect(observe('interactive-loop-resume', 'never sent').observation).toEqual({ phase: 'waiting' });
+    const all = records('interactive-mixed-error-interrupt-tool-resume-continue-cwdchange');
+    const o = new ClaudeTurnObserver('hello hooks codeword KIWI');
+    for (const r of all) {
+      if ((r as { subtype?: string }).subtype === 'turn_duration') break;
+      o.feed(r);
+    }
+    expect(o.observation.phase).toBe('running');
+  });
+
+  it('a newer human prompt closes a dangling turn as lost', () => {
+    const o = new ClaudeTurnObserver('first');
+    o.feed({ type: 'user', promptId: 'p1', message: { role: 'user', content: 'first' } });
+    o.feed({ type: 'user', promptId: 'p2', message: { role: 'user', content: 'second' } });
+    expect(o.observation).toMatchObject({ phase: 'ended', status: 'lost' });
+  });
+
+  it('unknown record kinds are skipped and counted', () => {
+    const o = new ClaudeTurnObserver('x');
+    o.feed({ type: 'brand-new-kind' });
+    o.feed(42);
+    o.feed({ type: 'mode', mode: 'normal' });
+    expect(o.unknownRecords).toBe(2);
+  });
+});

@@ -1,0 +1,53 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { readJsonlFrom, waitForChange } from '../../src/transcripts/jsonl-tail.js';
+
+async function tmpFile(content: string | Buffer): Promise<string> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'cal-tail-'));
+  const file = path.join(dir, 't.jsonl');
+  await fs.writeFile(file, content);
+  return file;
+}
+
+describe('incremental JSONL tailing', () => {
+  it('reads complete lines from an offset and keeps a partial last line for later', async () => {
+    const file = await tmpFile('{"a":1}\n{"b":2}\n{"c":');
+    const first = await readJsonlFrom(file, 0);
+    expect(first.records.map((r) => r.value)).toEqual([{ a: 1 }, { b: 2 }]);
+    expect(first.offset).toBe(16);
+    await fs.appendFile(file, '3}\n');
+    const second = await readJsonlFrom(file, first.offset);
+    expect(second.records.map((r) => r.value)).toEqual([{ c: 3 }]);
+    expect(second.offset).toBe((await fs.stat(file)).size);
+  });
+
+  it('counts lines that are not JSON and keeps going', async () => {
+    const file = await tmpFile('{"a":1}\nnot json\n\n{"b":2}\n');
+    const read = await readJsonlFrom(file, 0);
+    expect(read.records).toHaveLength(2);
+    expect(read.skipped).toBe(1);
+  });
+
+  it('reports a missing file and a file shorter than the stored offset', async () => {
+    expect((await readJsonlFrom('/nonexistent/x.jsonl', 0)).missing).toBe(true);
+    const file = await tmpFile('{"a":1}\n');
+    expect((await readJsonlFrom(file, 100)).truncated).toBe(true);
+  });
+
+  it('multi-byte UTF-8 split across read chunks is decoded whole', async () => {
+    const big = 'é'.repeat(700_000);
+    const file = await tmpFile(`{"t":"${big}"}\n{"u":"日本"}\n`);
+    const read = await readJsonlFrom(file, 0);
+    expect(read.records.map((r) => r.value)).toEqual([{ t: big }, { u: '日本' }]);
+  });
+
+  it('waitForChange wakes on an append well before its timeout', async () => {
+    const file = await tmpFile('');
+    const started = Date.now();
+    setTimeout(() => void fs.appendFile(file, '{"x":1}\n'), 100);
+    await waitForChange(file, 5000);
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+});

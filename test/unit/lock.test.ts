@@ -1,0 +1,70 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { LockDirectory } from '../../src/state/lock.js';
+import { repoRoot } from '../support/clis.js';
+
+async function lockDir(): Promise<string> {
+  return fs.mkdtemp(path.join(os.tmpdir(), 'cal-lock-'));
+}
+
+describe('cross-process locks', () => {
+  it('a second caller gets busy at once', async () => {
+    const locks = new LockDirectory(await lockDir());
+    const held = await locks.acquire('h');
+    await expect(locks.acquire('h')).rejects.toMatchObject({ kind: 'busy' });
+    await held.release();
+    await (await locks.acquire('h')).release();
+  });
+
+  it('waiters are served in arrival order', async () => {
+    const locks = new LockDirectory(await lockDir());
+    const first = await locks.acquire('h');
+    const order: number[] = [];
+    const waiters = [1, 2, 3, 4].map(async (n) => {
+      await new Promise((r) => setTimeout(r, n * 30));
+      const held = await locks.acquire('h', { waitSeconds: 10 });
+      order.push(n);
+      await new Promise((r) => setTimeout(r, 20));
+      await held.release();
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    await first.release();
+    await Promise.all(waiters);
+    expect(order).toEqual([1, 2, 3, 4]);
+  });
+
+  it('a lock whose holder was SIGKILLed is reclaimed at once', async () => {
+    const dir = await lockDir();
+    // A child process (the built cal code; `npm test` builds first) takes the lock, then is
+    // killed without releasing it.
+    const script = `
+      import { LockDirectory } from ${JSON.stringify(path.join(repoRoot, 'dist', 'state', 'lock.js'))};
+      await new LockDirectory(${JSON.stringify(dir)}).acquire('h');
+      process.stdout.write('held\\n');
+      setInterval(() => {}, 1000);
+    `;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (d: Buffer) => d.toString().includes('held') && resolve());
+      child.on('exit', (code) => reject(new Error(`child exited ${code}`)));
+    });
+    const locks = new LockDirectory(dir);
+    await expect(locks.acquire('h')).rejects.toMatchObject({ kind: 'busy' });
+    child.kill('SIGKILL');
+    await new Promise((r) => child.on('exit', r));
+    const started = Date.now();
+    const held = await locks.acquire('h');
+    expect(Date.now() - started).toBeLessThan(200);
+    await held.release();
+  });
+
+  it('a waiter gives up with busy after its wait', async () => {
+    const locks = new LockDirectory(await lockDir());
+    const held = await locks.acquire('h');
+    await expect(locks.acquire('h', { waitSeconds: 0.2 })).rejects.toMatchObject({ kind: 'busy' });
+    await held.release();
+  });
+});
