@@ -9,7 +9,7 @@ import type { ConversationItem, ParsedModelRequest, ReplyPlan, ToolIntent } from
 /** Default number of text deltas a streamed answer is split into. */
 export const DEFAULT_CHUNKS = 3;
 
-/** The answer of a Claude/Codex/Gemini title request. */
+/** The answer of a title request (Claude, Codex) or a plain-text utility request (Gemini). */
 export const SIDE_TITLE = 'Scripted model session';
 
 const REMEMBER_RE = /\bremember\s+(?:the\s+)?code\s?word[\s:=]+([A-Za-z0-9]+)/i;
@@ -49,8 +49,8 @@ export function numberedLines(n: number): string {
 
 function sideAnswer(req: ParsedModelRequest): string {
   if (req.side === 'json') return JSON.stringify(synthesizeFromSchema(req.jsonSchema) ?? {});
-  if (req.side === 'title') return SIDE_TITLE;
-  return 'OK';
+  // Titles and plain-text utility calls (Gemini session summaries) get the same short title.
+  return SIDE_TITLE;
 }
 
 function basePlan(userMessages: string[]): ReplyPlan {
