@@ -1,12 +1,23 @@
 import { AgentSessions, type HandleView } from '../sessions/agent-sessions.js';
 import { StateStore } from '../state/store.js';
+import { age, eventDetail, oneLine, screenTail, splitPanes, toolLine } from '../tui/format.js';
 import { renderError, type GlobalOptions } from './common.js';
 
-/** Plain inspect: JSON or text, no Ink (the TUI is a later addition for TTYs). */
+/**
+ * `cal inspect [<handle>]`. On a terminal (stdin and stdout both TTYs, no --json) it opens the
+ * Ink TUI, imported only here and only then; otherwise the same information as plain text or
+ * JSON, without loading Ink or React.
+ */
 export async function runInspect(ref: string | undefined, opts: { json?: boolean }, global: GlobalOptions): Promise<number> {
   try {
     const store = await StateStore.open(global.stateDir);
     const sessions = new AgentSessions(store);
+    if (!opts.json && process.stdout.isTTY && process.stdin.isTTY) {
+      // A bad reference fails here, as a plain typed error, before the terminal is taken over.
+      if (ref !== undefined) await sessions.describe(ref);
+      const { runTui } = await import('../tui/run.js');
+      return await runTui({ source: sessions, ref, stateDir: store.layout.root });
+    }
     if (ref === undefined) {
       const list = await sessions.list();
       if (opts.json) {
@@ -21,21 +32,26 @@ export async function runInspect(ref: string | undefined, opts: { json?: boolean
       return 0;
     }
     const view = await sessions.describe(ref);
-    if (opts.json) process.stdout.write(JSON.stringify(viewJson(view)) + '\n');
-    else process.stdout.write(viewText(view));
+    const screen = view.currentPaneAlive ? await sessions.screen(ref).catch(() => null) : null;
+    const attach = view.currentPaneAlive ? await sessions.attachCommand(ref) : null;
+    if (opts.json) process.stdout.write(JSON.stringify(viewJson(view, screen, attach)) + '\n');
+    else process.stdout.write(viewText(view, screen, attach, Date.now()));
     return 0;
   } catch (err) {
     return renderError(err, opts);
   }
 }
 
-function viewJson(view: HandleView): Record<string, unknown> {
-  return { ...view.handle, currentPaneAlive: view.currentPaneAlive, turns: view.turns, events: view.events };
+function viewJson(view: HandleView, screen: string | null, attach: string[] | null): Record<string, unknown> {
+  return { ...view.handle, currentPaneAlive: view.currentPaneAlive, turns: view.turns, events: view.events, screen, attach };
 }
 
-function viewText(view: HandleView): string {
+const SCREEN_LINES = 15;
+
+function viewText(view: HandleView, screen: string | null, attach: string[] | null, now: number): string {
   const h = view.handle;
   const p = h.provider;
+  const { current, archived } = splitPanes(h.panes);
   const lines = [
     `handle     ${h.id}${h.name ? ` (${h.name})` : ''}`,
     `provider   ${p.provider} via ${p.transport}, CLI ${p.cli?.version ?? '-'} at ${p.cli?.realPath ?? '-'}`,
@@ -44,13 +60,23 @@ function viewText(view: HandleView): string {
     `native id  ${p.nativeSessionId ?? '(none yet)'}`,
     `status     ${p.status}`,
     'panes',
-    ...h.panes.map((pane, i) =>
-      `  ${i === 0 && pane.endedAt === null ? 'current ' : 'archived'} ${pane.tmux.session} ${pane.tmux.paneId} ${pane.launch} ${pane.startedAt}${pane.endedAt ? ` ended ${pane.endedAt}: ${pane.endReason}` : view.currentPaneAlive ? ' (alive)' : ' (gone)'}`,
+    ...h.panes.map((pane) =>
+      `  ${pane === current ? 'current ' : 'archived'} ${pane.tmux.session} ${pane.tmux.paneId} ${pane.launch} ${pane.startedAt}${pane.endedAt ? ` ended ${pane.endedAt}: ${pane.endReason}` : view.currentPaneAlive ? ' (alive)' : ' (gone)'}`,
     ),
-    'turns',
-    ...view.turns.map((t) => `  ${t.id} ${t.status}${t.answer ? `: ${t.answer.split('\n')[0]?.slice(0, 80)}` : ''}${t.error ? ` [${t.error.message}]` : ''}`),
-    'events',
-    ...view.events.map((e) => `  ${e.time} ${e.event}${e.turn ? ` ${e.turn}` : ''}`),
   ];
+  if (current && screen !== null) {
+    lines.push(`screen of ${current.tmux.paneId} (last ${SCREEN_LINES} lines)`, ...screenTail(screen, SCREEN_LINES).map((l) => `  | ${l}`));
+  }
+  if (attach) lines.push(`attach     ${attach.join(' ')}`);
+  lines.push(`archived   ${archived.length} pane${archived.length === 1 ? '' : 's'}`);
+  lines.push(
+    'turns',
+    ...view.turns.flatMap((t) => [
+      `  ${t.id} ${t.status} (${age(t.updatedAt, now)} ago)${t.answer ? `: ${t.answer.split('\n')[0]?.slice(0, 80)}` : ''}${t.error ? ` [${t.error.message}]` : ''}`,
+      ...t.tools.map((tool) => `    tool ${toolLine(tool, 120)}`),
+    ]),
+    'events',
+    ...view.events.map((e) => `  ${e.time} ${e.event}${e.turn ? ` ${e.turn}` : ''}${eventDetail(e) ? ` ${oneLine(eventDetail(e), 120)}` : ''}`),
+  );
   return lines.join('\n') + '\n';
 }

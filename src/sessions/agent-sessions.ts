@@ -62,8 +62,21 @@ export interface TurnResult {
   turn: TurnRecord;
 }
 
+/** A pane as people see it: commands and the TUI read these, never the transport fields. */
+export interface PaneView {
+  /** A label for people (tmux session and pane id). */
+  label: string;
+  current: boolean;
+  alive: boolean;
+  launch: 'fresh' | 'resume';
+  startedAt: string;
+  endedAt: string | null;
+  endReason: string | null;
+}
+
 export interface HandleView {
   handle: AgentSessionHandle;
+  panes: PaneView[];
   currentPaneAlive: boolean;
   turns: TurnRecord[];
   events: EventRecord[];
@@ -169,9 +182,23 @@ export class AgentSessions {
   /** Everything inspect shows about one handle. */
   async describe(ref: string): Promise<HandleView> {
     const handle = await this.store.loadHandle(ref);
+    const alive = await transportAlive(handle.provider);
+    const currentPaneId = handle.provider.tmux?.paneId ?? null;
     return {
       handle,
-      currentPaneAlive: await transportAlive(handle.provider),
+      panes: handle.panes.map((p) => {
+        const current = p.tmux.paneId === currentPaneId && p.endedAt === null;
+        return {
+          label: `${p.tmux.session} ${p.tmux.paneId}`,
+          current,
+          alive: current && alive,
+          launch: p.launch,
+          startedAt: p.startedAt,
+          endedAt: p.endedAt,
+          endReason: p.endReason,
+        };
+      }),
+      currentPaneAlive: alive,
       turns: await this.store.listTurns(handle.id),
       events: await this.store.readEvents(handle.id),
     };
