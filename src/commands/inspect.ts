@@ -51,7 +51,7 @@ const SCREEN_LINES = 15;
 function viewText(view: HandleView, screen: string | null, attach: string[] | null, now: number): string {
   const h = view.handle;
   const p = h.provider;
-  const { current, archived } = splitPanes(h.panes);
+  const { current, archived } = splitPanes(view.panes);
   const lines = [
     `handle     ${h.id}${h.name ? ` (${h.name})` : ''}`,
     `provider   ${p.provider} via ${p.transport}, CLI ${p.cli?.version ?? '-'} at ${p.cli?.realPath ?? '-'}`,
@@ -60,12 +60,12 @@ function viewText(view: HandleView, screen: string | null, attach: string[] | nu
     `native id  ${p.nativeSessionId ?? '(none yet)'}`,
     `status     ${p.status}`,
     'panes',
-    ...h.panes.map((pane) =>
-      `  ${pane === current ? 'current ' : 'archived'} ${pane.tmux.session} ${pane.tmux.paneId} ${pane.launch} ${pane.startedAt}${pane.endedAt ? ` ended ${pane.endedAt}: ${pane.endReason}` : view.currentPaneAlive ? ' (alive)' : ' (gone)'}`,
+    ...view.panes.map((pane) =>
+      `  ${pane.current ? 'current ' : 'archived'} ${pane.label} ${pane.launch} ${pane.startedAt}${pane.endedAt ? ` ended ${pane.endedAt}: ${pane.endReason}` : pane.alive ? ' (alive)' : ' (gone)'}`,
     ),
   ];
   if (current && screen !== null) {
-    lines.push(`screen of ${current.tmux.paneId} (last ${SCREEN_LINES} lines)`, ...screenTail(screen, SCREEN_LINES).map((l) => `  | ${l}`));
+    lines.push(`screen of ${current.label} (last ${SCREEN_LINES} lines)`, ...screenTail(screen, SCREEN_LINES).map((l) => `  | ${l}`));
   }
   if (attach) lines.push(`attach     ${attach.join(' ')}`);
   lines.push(`archived   ${archived.length} pane${archived.length === 1 ? '' : 's'}`);

@@ -1,0 +1,73 @@
+import { spawn } from 'node:child_process';
+import { render } from 'ink';
+import { App } from './App.js';
+import { colorEnabled } from './format.js';
+import type { InspectSource, TuiPlace } from './source.js';
+import { ColorContext } from './theme.js';
+
+export interface TuiOptions {
+  source: InspectSource;
+  /** A handle to open at once; otherwise the list. */
+  ref?: string | undefined;
+  stateDir?: string | undefined;
+  pollMs?: number;
+}
+
+const ENTER_ALT_SCREEN = '\x1b[?1049h\x1b[2J\x1b[H';
+const LEAVE_ALT_SCREEN = '\x1b[?1049l';
+
+/**
+ * Runs the inspect TUI on the terminal until `q`. Attaching unmounts Ink (raw mode off, stdin
+ * released), runs `tmux attach` on the same terminal, and mounts the TUI again at the same
+ * place once tmux detaches. Returns the exit code.
+ */
+export async function runTui(opts: TuiOptions): Promise<number> {
+  let place: TuiPlace = { mode: opts.ref ? 'detail' : 'list', ref: opts.ref ?? null, selected: 0 };
+  const out = process.stdout;
+  let notice: string | null = null;
+  try {
+    for (;;) {
+      out.write(ENTER_ALT_SCREEN);
+      const request: { argv: string[] | null } = { argv: null };
+      const instance = render(
+        <ColorContext.Provider value={colorEnabled()}>
+          <App
+            source={opts.source}
+            initial={place}
+            stateDir={opts.stateDir}
+            pollMs={opts.pollMs}
+            initialNotice={notice}
+            onAttach={(argv, at) => {
+              request.argv = argv;
+              place = at;
+            }}
+          />
+        </ColorContext.Provider>,
+        { exitOnCtrlC: true, patchConsole: false },
+      );
+      await instance.waitUntilExit();
+      instance.cleanup();
+      if (!request.argv) return 0;
+      const code = await runAttached(request.argv);
+      notice = code === 0 ? null : `tmux attach ended with status ${code}`;
+    }
+  } finally {
+    out.write(LEAVE_ALT_SCREEN);
+  }
+}
+
+/** Runs tmux attach on this terminal and waits for it to detach (or fail); its exit status. */
+function runAttached(argv: string[]): Promise<number> {
+  // cal's tmux server is not the one the user may be sitting in: attaching from inside tmux is
+  // a deliberate nesting, so tmux's own guard variable is dropped for the child.
+  const env = { ...process.env };
+  delete env.TMUX;
+  delete env.TMUX_PANE;
+  return new Promise((resolve) => {
+    const [cmd, ...args] = argv;
+    if (!cmd) return resolve(127);
+    const child = spawn(cmd, args, { stdio: 'inherit', env });
+    child.on('error', () => resolve(127));
+    child.on('exit', (code) => resolve(code ?? 1));
+  });
+}

@@ -1,0 +1,21 @@
+import type { HandleSummary, HandleView } from '../sessions/agent-sessions.js';
+
+/**
+ * What the TUI reads. `AgentSessions` fits it as is; tests pass a scripted one. The TUI never
+ * reaches below the sessions layer (no tmux, no adapters, no engine).
+ */
+export interface InspectSource {
+  list(): Promise<HandleSummary[]>;
+  describe(ref: string): Promise<HandleView>;
+  screen(ref: string): Promise<string | null>;
+  attachCommand(ref: string): Promise<string[] | null>;
+}
+
+/** Where the TUI was, so it can come back to the same place after an attach. */
+export interface TuiPlace {
+  mode: 'list' | 'detail';
+  /** The handle shown in detail mode. */
+  ref: string | null;
+  /** The selected row of the list. */
+  selected: number;
+}
