@@ -1,6 +1,7 @@
 import { CalError } from '../errors.js';
 import type { ProviderName } from '../handles/schema.js';
 import { claudeCodeAdapter } from './claude-code/index.js';
+import { codexAdapter } from './codex/index.js';
 import type { CliAdapter } from './types.js';
 import { anthropicApi } from './api/anthropic.js';
 import { openaiApi } from './api/openai.js';
@@ -9,6 +10,7 @@ import type { ApiProviderAdapter } from './api/types.js';
 /** Name → adapter. Adding a CLI touches its own folder and one line here. */
 const adapters: Partial<Record<ProviderName, CliAdapter>> = {
   'claude-code': claudeCodeAdapter,
+  codex: codexAdapter,
 };
 
 export function cliAdapter(name: ProviderName): CliAdapter {

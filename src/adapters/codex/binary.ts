@@ -1,0 +1,97 @@
+import { existsSync, openSync, readSync, closeSync, readFileSync, realpathSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { CalError } from '../../errors.js';
+
+/**
+ * The npm package `@openai/codex` installs `bin/codex.js`, a node wrapper that execs a native
+ * binary from a platform package (`@openai/codex-<platform>`, an alias of
+ * `@openai/codex@<version>-<platform>`) at `vendor/<target triple>/bin/codex`. cal pins and runs
+ * that native binary: the wrapper is only a locator, and another wrapper on PATH must not change
+ * which Codex a session runs.
+ */
+const PLATFORM_PACKAGES: Record<string, { triple: string; pkg: string }> = {
+  'linux-x64': { triple: 'x86_64-unknown-linux-musl', pkg: '@openai/codex-linux-x64' },
+  'linux-arm64': { triple: 'aarch64-unknown-linux-musl', pkg: '@openai/codex-linux-arm64' },
+  'android-x64': { triple: 'x86_64-unknown-linux-musl', pkg: '@openai/codex-linux-x64' },
+  'android-arm64': { triple: 'aarch64-unknown-linux-musl', pkg: '@openai/codex-linux-arm64' },
+  'darwin-x64': { triple: 'x86_64-apple-darwin', pkg: '@openai/codex-darwin-x64' },
+  'darwin-arm64': { triple: 'aarch64-apple-darwin', pkg: '@openai/codex-darwin-arm64' },
+};
+
+function platformEntry(): { triple: string; pkg: string } | null {
+  return PLATFORM_PACKAGES[`${process.platform}-${process.arch}`] ?? null;
+}
+
+/** True when the file starts like a script (`#!`), not like a native executable. */
+export function isScript(file: string): boolean {
+  let fd: number | null = null;
+  try {
+    fd = openSync(file, 'r');
+    const buf = Buffer.alloc(2);
+    readSync(fd, buf, 0, 2, 0);
+    return buf.toString('latin1') === '#!';
+  } catch {
+    return false;
+  } finally {
+    if (fd !== null) closeSync(fd);
+  }
+}
+
+function packageName(dir: string): string | null {
+  try {
+    const pkg = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: unknown };
+    return typeof pkg.name === 'string' ? pkg.name : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The native binary behind a found `codex`: itself when it is native (a standalone install or
+ * `--cli-path` to the binary), else the one the npm wrapper would exec.
+ */
+export function nativeCodexBinary(found: { path: string; realPath: string }): string {
+  if (!isScript(found.realPath)) return found.realPath;
+  const packageRoot = path.dirname(path.dirname(found.realPath));
+  if (packageName(packageRoot) !== '@openai/codex') {
+    // A script of some other origin (a user's own wrapper): run it as it is.
+    return found.realPath;
+  }
+  const entry = platformEntry();
+  if (!entry) throw new CalError('cli_missing', `Codex has no native binary for ${process.platform}-${process.arch}`);
+  const candidates: string[] = [];
+  try {
+    const req = createRequire(path.join(packageRoot, 'package.json'));
+    candidates.push(path.join(path.dirname(req.resolve(`${entry.pkg}/package.json`)), 'vendor', entry.triple, 'bin', 'codex'));
+  } catch {
+    // not resolvable from the wrapper: try the wrapper's own vendor folder
+  }
+  candidates.push(path.join(packageRoot, 'vendor', entry.triple, 'bin', 'codex'));
+  for (const candidate of candidates) {
+    if (existsSync(candidate)) return realpathSync(candidate);
+  }
+  throw new CalError(
+    'cli_missing',
+    `the Codex wrapper at ${found.realPath} has no native binary (${entry.pkg} is not installed): reinstall @openai/codex`,
+  );
+}
+
+/**
+ * The environment the npm wrapper gives the native binary: which package manager owns it and
+ * the wrapper's package root (Codex uses both only for update and diagnostics messages). Empty
+ * for a binary that is not inside an npm installation.
+ */
+export function wrapperEnv(nativeBinary: string): Record<string, string> {
+  // …/node_modules/@openai/codex-<platform>/vendor/<triple>/bin/codex
+  const platformPackage = path.resolve(nativeBinary, '..', '..', '..', '..');
+  if (packageName(platformPackage) !== '@openai/codex') return {};
+  const scope = path.dirname(platformPackage);
+  const candidates = [path.join(scope, 'codex'), path.resolve(platformPackage, '..', '..', '..')];
+  for (const root of candidates) {
+    if (packageName(root) === '@openai/codex' && existsSync(path.join(root, 'bin', 'codex.js'))) {
+      return { CODEX_MANAGED_BY_NPM: '1', CODEX_MANAGED_PACKAGE_ROOT: realpathSync(root) };
+    }
+  }
+  return {};
+}

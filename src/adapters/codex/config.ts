@@ -1,0 +1,114 @@
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { CalError } from '../../errors.js';
+import type { SessionConfig } from '../types.js';
+
+/**
+ * cal's Codex settings, all as `-c key=value` overrides on the command line (the value is TOML).
+ * The user's `config.toml` is never rewritten, and overrides merge into it key by key, so the
+ * user's providers, MCP servers and other project entries stay in force.
+ */
+
+/** A TOML basic string. JSON's escapes are TOML's, except that TOML also escapes DEL. */
+export function tomlString(value: string): string {
+  return JSON.stringify(value).replace(/\u007f/g, '\\u007F');
+}
+
+export function tomlValue(value: unknown): string {
+  if (typeof value === 'string') return tomlString(value);
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  if (typeof value === 'boolean') return value ? 'true' : 'false';
+  if (Array.isArray(value)) return `[${value.map(tomlValue).join(', ')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined && v !== null);
+    return `{${entries.map(([k, v]) => `${tomlString(k)} = ${tomlValue(v)}`).join(', ')}}`;
+  }
+  throw new CalError('usage', `cannot pass ${JSON.stringify(value)} to Codex as a TOML value`);
+}
+
+/** The git repository root holding `dir` (physical path), or null outside a repository. */
+export function gitRoot(dir: string): string | null {
+  let current = dir;
+  for (;;) {
+    if (existsSync(path.join(current, '.git'))) return current;
+    const parent = path.dirname(current);
+    if (parent === current) return null;
+    current = parent;
+  }
+}
+
+/**
+ * Trust for the working directory and its git root (Codex asks "Trust this folder?" inside an
+ * untrusted git repository). A dotted `projects."<path>".trust_level` override does not reach
+ * the TUI's check on 0.169.0; an inline table does, and it merges with the user's own entries.
+ */
+export function trustOverride(cwd: string): string {
+  const physical = safeRealpath(cwd);
+  const dirs = new Set([physical]);
+  const root = gitRoot(physical);
+  if (root) dirs.add(root);
+  return `projects=${tomlValue(Object.fromEntries([...dirs].map((d) => [d, { trust_level: 'trusted' }])))}`;
+}
+
+function safeRealpath(dir: string): string {
+  try {
+    return realpathSync(dir);
+  } catch {
+    return path.resolve(dir);
+  }
+}
+
+/** Claude-style MCP config (`{"mcpServers": {name: {...}}}`), the format `--mcp-config` takes. */
+const McpServer = z.union([
+  z.object({
+    type: z.literal('stdio').optional(),
+    command: z.string(),
+    args: z.array(z.string()).optional(),
+    env: z.record(z.string(), z.string()).optional(),
+    cwd: z.string().optional(),
+  }),
+  z.object({
+    type: z.enum(['http', 'streamable-http', 'sse']).optional(),
+    url: z.string(),
+    headers: z.record(z.string(), z.string()).optional(),
+  }),
+]);
+const McpConfigFile = z.object({ mcpServers: z.record(z.string(), McpServer) });
+
+/** `--mcp-config F` as Codex overrides: one `mcp_servers.<name>={…}` per server. */
+export function mcpOverrides(file: string): string[] {
+  let parsed: z.infer<typeof McpConfigFile>;
+  try {
+    const result = McpConfigFile.safeParse(JSON.parse(readFileSync(file, 'utf8')));
+    if (!result.success) throw new Error(result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+    parsed = result.data;
+  } catch (err) {
+    throw new CalError('usage', `--mcp-config ${file} is not an MCP config Codex can use ({"mcpServers": {...}}): ${(err as Error).message}`);
+  }
+  const out: string[] = [];
+  for (const [name, server] of Object.entries(parsed.mcpServers)) {
+    if (!/^[A-Za-z0-9_-]+$/.test(name)) throw new CalError('usage', `MCP server name ${JSON.stringify(name)} in ${file}: Codex takes letters, digits, '_' and '-' only`);
+    const table: Record<string, unknown> =
+      'command' in server
+        ? { command: server.command, args: server.args, env: server.env, cwd: server.cwd }
+        : { url: server.url, http_headers: server.headers };
+    out.push(`mcp_servers.${name}=${tomlValue(table)}`);
+  }
+  return out;
+}
+
+/** The overrides every Codex launch gets (TUI and exec alike), as `-c` argv pairs. */
+export function commonOverrides(config: SessionConfig): string[] {
+  const sets = [
+    // No update prompt or check in a pane nobody watches.
+    'check_for_update_on_startup=false',
+    trustOverride(config.cwd),
+  ];
+  if (config.systemPrompt) sets.push(`developer_instructions=${tomlString(config.systemPrompt)}`);
+  if (config.mcpConfigPath) sets.push(...mcpOverrides(config.mcpConfigPath));
+  const argv = sets.flatMap((s) => ['-c', s]);
+  if (config.model) argv.push('--model', config.model);
+  if (config.toolPolicy === 'bypassPermissions') argv.push('--dangerously-bypass-approvals-and-sandbox');
+  return argv;
+}

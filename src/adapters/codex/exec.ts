@@ -1,0 +1,243 @@
+import { execa } from 'execa';
+import { z } from 'zod';
+import { CalError } from '../../errors.js';
+import type { ToolActivity } from '../../handles/tool-activity.js';
+import type { LaunchRequest, StructuredTurnResult } from '../types.js';
+import { commonOverrides } from './config.js';
+import { wrapperEnv } from './binary.js';
+import { codexHome, findRolloutById } from './sessions.js';
+
+/**
+ * Structured transport: one `codex exec --json` process per turn, `codex exec resume --json <id>`
+ * after the first. stdin is closed (exec otherwise waits for EOF and appends stdin to the
+ * prompt). The JSONL event stream on stdout gives the thread id, items and the turn's end.
+ */
+const ExecItem = z.object({ id: z.string().optional(), type: z.string() }).passthrough();
+const ExecEvent = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('thread.started'), thread_id: z.string() }),
+  z.object({ type: z.literal('turn.started') }).passthrough(),
+  z.object({ type: z.literal('turn.completed') }).passthrough(),
+  z.object({ type: z.literal('turn.failed'), error: z.object({ message: z.string() }).passthrough() }),
+  z.object({ type: z.literal('item.started'), item: ExecItem }),
+  z.object({ type: z.literal('item.updated'), item: ExecItem }),
+  z.object({ type: z.literal('item.completed'), item: ExecItem }),
+  z.object({ type: z.literal('error'), message: z.string() }),
+]);
+
+const AgentMessage = z.object({ type: z.literal('agent_message'), text: z.string() });
+const CommandExecution = z.object({
+  type: z.literal('command_execution'),
+  command: z.string(),
+  aggregated_output: z.string().nullable().optional(),
+  status: z.string().optional(),
+});
+const McpToolCall = z.object({
+  type: z.literal('mcp_tool_call'),
+  server: z.string(),
+  tool: z.string(),
+  arguments: z.unknown().optional(),
+  result: z
+    .object({ content: z.array(z.object({ type: z.string(), text: z.string().optional() }).passthrough()).optional(), structured_content: z.unknown().optional() })
+    .passthrough()
+    .nullable()
+    .optional(),
+  error: z.object({ message: z.string() }).passthrough().nullable().optional(),
+  status: z.string().optional(),
+});
+
+export interface ExecStream {
+  threadId: string | null;
+  ended: 'completed' | 'failed' | null;
+  answer: string | null;
+  error: string | null;
+  /** `error` events (retries, warnings), last one last. */
+  errors: string[];
+  tools: ToolActivity[];
+  unknownEvents: number;
+}
+
+/** Parses `codex exec --json` stdout (one JSON event per line). */
+export function parseExecStream(stdout: string): ExecStream {
+  const out: ExecStream = { threadId: null, ended: null, answer: null, error: null, errors: [], tools: [], unknownEvents: 0 };
+  for (const line of stdout.split('\n')) {
+    if (!line.trim()) continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      out.unknownEvents++;
+      continue;
+    }
+    const ev = ExecEvent.safeParse(value);
+    if (!ev.success) {
+      out.unknownEvents++;
+      continue;
+    }
+    const e = ev.data;
+    switch (e.type) {
+      case 'thread.started':
+        out.threadId = e.thread_id;
+        break;
+      case 'turn.completed':
+        out.ended = 'completed';
+        break;
+      case 'turn.failed':
+        out.ended = 'failed';
+        out.error = e.error.message;
+        break;
+      case 'error':
+        out.errors.push(e.message);
+        break;
+      case 'item.completed': {
+        const agent = AgentMessage.safeParse(e.item);
+        if (agent.success) {
+          out.answer = agent.data.text;
+          break;
+        }
+        const tool = execTool(e.item);
+        if (tool) out.tools.push(tool);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return out;
+}
+
+function execTool(item: z.infer<typeof ExecItem>): ToolActivity | null {
+  const shell = CommandExecution.safeParse(item);
+  if (shell.success) {
+    const tool: ToolActivity = { kind: 'shell', name: unwrapShell(shell.data.command), status: shell.data.status ?? 'completed' };
+    if (typeof shell.data.aggregated_output === 'string') tool.output = shell.data.aggregated_output;
+    return tool;
+  }
+  const mcp = McpToolCall.safeParse(item);
+  if (mcp.success) {
+    const tool: ToolActivity = { kind: 'mcp', server: mcp.data.server, name: mcp.data.tool, input: mcp.data.arguments ?? null, status: mcp.data.status ?? 'completed' };
+    if (mcp.data.error) tool.output = mcp.data.error.message;
+    else if (mcp.data.result?.content) tool.output = mcp.data.result.content.map((c) => c.text ?? JSON.stringify(c)).join('\n');
+    return tool;
+  }
+  if (item.type === 'file_change') return { kind: 'tool', name: 'apply_patch', input: (item as Record<string, unknown>).changes ?? null, status: String((item as Record<string, unknown>).status ?? 'completed') };
+  if (item.type === 'web_search') return { kind: 'tool', name: 'web_search', input: (item as Record<string, unknown>).query ?? null, status: 'completed' };
+  return null;
+}
+
+/**
+ * exec prints a shell command as one string, `/bin/bash -lc '<script>'`; the rollout keeps the
+ * argv. Both are reported as the script the model asked for.
+ */
+export function unwrapShell(command: string): string {
+  const m = /^(?:\S*\/)?(?:ba|z|da)?sh -l?c (.*)$/s.exec(command);
+  if (!m?.[1]) return command;
+  const word = posixWord(m[1]);
+  return word ?? command;
+}
+
+/** One POSIX shell word (quotes and backslashes resolved), or null when it is not exactly one. */
+function posixWord(text: string): string | null {
+  let out = '';
+  let i = 0;
+  while (i < text.length) {
+    const c = text[i] as string;
+    if (c === "'") {
+      const end = text.indexOf("'", i + 1);
+      if (end === -1) return null;
+      out += text.slice(i + 1, end);
+      i = end + 1;
+    } else if (c === '"') {
+      i++;
+      for (;;) {
+        if (i >= text.length) return null;
+        const d = text[i] as string;
+        if (d === '"') break;
+        if (d === '\\' && i + 1 < text.length && '$`"\\\n'.includes(text[i + 1] as string)) {
+          out += text[i + 1];
+          i += 2;
+        } else {
+          out += d;
+          i++;
+        }
+      }
+      i++;
+    } else if (c === '\\') {
+      if (i + 1 >= text.length) return null;
+      out += text[i + 1];
+      i += 2;
+    } else if (/\s/.test(c)) {
+      return null;
+    } else {
+      out += c;
+      i++;
+    }
+  }
+  return out;
+}
+
+/** The last line of Codex's stderr that says something (its own error text). */
+function lastErrorLine(stderr: string): string {
+  const lines = stderr
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !/^Reading additional input from stdin/.test(l) && !/^WARNING: proceeding, even though we could not create PATH aliases/.test(l));
+  return lines.at(-1) ?? '';
+}
+
+export function execArgv(req: LaunchRequest): string[] {
+  const resume = req.mode === 'resume';
+  if (resume && !req.sessionId) throw new CalError('internal', 'codex exec resume without a session id');
+  return [
+    req.cli.realPath,
+    'exec',
+    ...(resume ? ['resume'] : []),
+    '--json',
+    '--skip-git-repo-check',
+    ...commonOverrides(req.config),
+    '--',
+    ...(resume ? [req.sessionId as string] : []),
+    req.message,
+  ];
+}
+
+export async function runExecTurn(req: LaunchRequest & { timeoutMs: number }): Promise<StructuredTurnResult> {
+  const argv = execArgv(req);
+  const startedAt = new Date(Date.now() - 1000);
+  const res = await execa(argv[0] as string, argv.slice(1), {
+    cwd: req.config.cwd,
+    env: { ...req.env, ...wrapperEnv(req.cli.realPath) },
+    extendEnv: false,
+    stdin: 'ignore',
+    reject: false,
+    timeout: req.timeoutMs,
+    maxBuffer: 256 << 20,
+  });
+  if (res.timedOut) {
+    throw new CalError('timeout', `codex exec gave no end of turn within ${Math.round(req.timeoutMs / 1000)}s`);
+  }
+  const stream = parseExecStream(res.stdout);
+  const stderrLine = lastErrorLine(res.stderr);
+  if (!stream.threadId) {
+    const why = stream.errors.at(-1) || stderrLine || `exit status ${res.exitCode}`;
+    if (req.mode === 'resume' && /no rollout found|thread\/resume|No saved session/i.test(`${res.stderr}\n${why}`)) {
+      throw new CalError('resume_unavailable', `codex refused to resume session ${req.sessionId}: ${why}`);
+    }
+    if (res.signal) throw new CalError('lost', `codex exec was ended by ${res.signal} before it started a thread`);
+    throw new CalError('turn_failed', `codex exec failed before it started a thread (exit ${res.exitCode}): ${why}`);
+  }
+  const home = codexHome(req.env);
+  const transcriptPath = await findRolloutById(home, stream.threadId, startedAt);
+  const base = { sessionId: stream.threadId, tools: stream.tools, transcriptPath };
+  if (stream.ended === 'completed' && res.exitCode === 0) {
+    return { ...base, status: 'completed', answer: stream.answer, error: null };
+  }
+  if (stream.ended === 'failed' || (res.exitCode ?? 0) !== 0) {
+    const message = stream.error ?? stream.errors.at(-1) ?? (stderrLine || `codex exec exited with status ${res.exitCode}`);
+    if (res.signal === 'SIGINT') return { ...base, status: 'interrupted', answer: null, error: message };
+    return { ...base, status: 'failed', answer: null, error: message };
+  }
+  throw new CalError(
+    'internal',
+    `codex exec ended (exit ${res.exitCode}) without turn.completed or turn.failed in its --json stream (${stream.unknownEvents} unrecognised events): the event format may have changed`,
+  );
+}

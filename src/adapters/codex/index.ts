@@ -1,0 +1,108 @@
+import { existsSync } from 'node:fs';
+import { CalError } from '../../errors.js';
+import type { PinnedCli } from '../../handles/schema.js';
+import { findExecutable, readVersion } from '../resolve.js';
+import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
+import { nativeCodexBinary, wrapperEnv } from './binary.js';
+import { commonOverrides } from './config.js';
+import { runExecTurn } from './exec.js';
+import { scriptedCodexEnv } from './home.js';
+import { CodexTurnObserver } from './rollout.js';
+import { codexHome, findRolloutsForFirstMessage, rolloutHeldByLaunch } from './sessions.js';
+
+/**
+ * OpenAI Codex CLI (measured on 0.169.0; research: codex-cli.md).
+ *
+ * tmux transport: `codex --no-daemon` always (the shared app-server daemon survives a tmux kill,
+ * finishes turns behind cal's back and keeps a stale environment); trust, update checks and the
+ * resume working-directory prompt are pre-answered with `-c` overrides, so the user's
+ * config.toml is never written. The first message of a launch goes in argv (the TUI submits it
+ * once it is ready, also after `resume <id>`). Completion comes only from the rollout.
+ */
+
+/**
+ * Codex cannot be told which thread id to create, and writes no rollout before the first message.
+ * cal's pending id travels in the pane's environment under this name, so that when two launches
+ * send the same first message in the same folder at the same time, the rollout held open by the
+ * process carrying our tag is ours.
+ */
+export const LAUNCH_TAG_ENV = 'CAL_CODEX_LAUNCH';
+
+export const codexAdapter: CliAdapter = {
+  name: 'codex',
+  executable: 'codex',
+  capabilities: {
+    tmuxContinuation: true,
+    nativeResumeInTmux: true,
+    structuredTransport: true,
+    apiOnly: false,
+    // Codex finds a session by id from any folder; cal still relaunches in the original one.
+    needsStableWorkingDir: false,
+  },
+  envNames: ['HOME', 'CODEX_HOME', 'OPENAI_API_KEY', 'CODEX_API_KEY'],
+
+  async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
+    const found = findExecutable('codex', cliPath, env);
+    const native = nativeCodexBinary(found);
+    return { path: found.path, realPath: native, version: await readVersion(native, { ...env, ...wrapperEnv(native) }) };
+  },
+
+  async prepare(env: Record<string, string>, _config: SessionConfig): Promise<void> {
+    // Everything is pre-answered on the command line; only a missing CODEX_HOME is worth a clear word.
+    if (env.CODEX_HOME && !existsSync(env.CODEX_HOME)) {
+      throw new CalError('usage', `CODEX_HOME=${env.CODEX_HOME} does not exist: create it (Codex keeps its config and sessions there) or unset it`);
+    }
+  },
+
+  launch(req: LaunchRequest): LaunchPlan {
+    const argv = [req.cli.realPath, '--no-daemon', ...commonOverrides(req.config), '-c', 'tui.resume_cwd="session"'];
+    if (req.mode === 'resume') {
+      if (!req.sessionId) throw new CalError('internal', 'codex resume without a session id');
+      argv.push('resume', req.sessionId);
+    }
+    // `--` keeps a message that starts with '-' from being read as a flag.
+    argv.push('--', req.message);
+    const env: Record<string, string> = { ...req.env, ...wrapperEnv(req.cli.realPath) };
+    if (req.mode === 'fresh' && req.sessionId) env[LAUNCH_TAG_ENV] = req.sessionId;
+    else delete env[LAUNCH_TAG_ENV];
+    return {
+      argv,
+      env,
+      cwd: req.config.cwd,
+      deliversMessage: true,
+      // Not Codex's id (it picks its own): the launch tag, handed back to bindTranscript.
+      sessionId: req.mode === 'fresh' ? req.sessionId : null,
+    };
+  },
+
+  async bindTranscript(req: BindRequest): Promise<TranscriptBinding | null> {
+    const found = await findRolloutsForFirstMessage(codexHome(req.env), req.config.cwd, req.message, req.sentAt);
+    if (found.length === 0) return null;
+    if (found.length === 1) return found[0] as TranscriptBinding;
+    if (req.sessionId) {
+      const mine = await rolloutHeldByLaunch(found, LAUNCH_TAG_ENV, req.sessionId);
+      if (mine) return mine;
+    }
+    throw new CalError(
+      'non_continuable',
+      `${found.length} Codex sessions began with this same message in ${req.config.cwd} at the same time and cal cannot tell which one is its own: ${found.map((f) => f.sessionId).join(', ')}`,
+    );
+  },
+
+  observeTurn(message: string) {
+    return new CodexTurnObserver(message);
+  },
+
+  pasteText(message: string): string {
+    // A leading '/' opens a slash command and '!' runs a shell command in the TUI: a space keeps it text.
+    return /^[/!]/.test(message) ? ` ${message}` : message;
+  },
+
+  structured: {
+    run: (req) => runExecTurn(req),
+  },
+
+  scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>): Promise<Record<string, string>> {
+    return scriptedCodexEnv(dir, modelUrl, env);
+  },
+};

@@ -1,0 +1,189 @@
+import { readdirSync, statSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
+import { classifyRecord, isInjectedContext, normaliseForMatch, userMessageText, type SessionMeta } from './rollout.js';
+
+/** Where Codex keeps its state: `$CODEX_HOME`, else `~/.codex`. */
+export function codexHome(env: Record<string, string>): string {
+  if (env.CODEX_HOME) return path.resolve(env.CODEX_HOME);
+  return path.join(env.HOME || os.homedir(), '.codex');
+}
+
+const ROLLOUT_NAME = /^rollout-.*-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$/;
+
+/** The session id a rollout file name carries, or null. */
+export function sessionIdFromRolloutName(file: string): string | null {
+  return ROLLOUT_NAME.exec(path.basename(file))?.[1] ?? null;
+}
+
+function pad(n: number): string {
+  return String(n).padStart(2, '0');
+}
+
+/**
+ * The `sessions/YYYY/MM/DD` folders that can hold a rollout created between `from` and now.
+ * Codex names the folder by the thread's creation date; both the local and the UTC calendar
+ * day are tried so a time zone never hides a file.
+ */
+export function dayFolders(home: string, from: Date, to = new Date()): string[] {
+  const out = new Set<string>();
+  const start = from.getTime() - 24 * 3600_000;
+  const end = to.getTime() + 24 * 3600_000;
+  for (let t = start; t <= end; t += 12 * 3600_000) {
+    const d = new Date(t);
+    out.add(path.join(home, 'sessions', String(d.getFullYear()), pad(d.getMonth() + 1), pad(d.getDate())));
+    out.add(path.join(home, 'sessions', String(d.getUTCFullYear()), pad(d.getUTCMonth() + 1), pad(d.getUTCDate())));
+  }
+  return [...out];
+}
+
+async function listRollouts(folder: string): Promise<string[]> {
+  try {
+    return (await fs.readdir(folder)).filter((f) => ROLLOUT_NAME.test(f)).map((f) => path.join(folder, f));
+  } catch {
+    return [];
+  }
+}
+
+export interface RolloutHead {
+  meta: SessionMeta | null;
+  /** The first message a person typed (Codex's own context blocks skipped), or null so far. */
+  firstUserMessage: string | null;
+}
+
+/** Reads a rollout until its first user message (the head decides whose session it is). */
+export async function readRolloutHead(file: string): Promise<RolloutHead> {
+  const read = await readJsonlFrom(file, 0, 4 << 20);
+  let meta: SessionMeta | null = null;
+  for (const rec of read.records) {
+    const r = classifyRecord(rec.value);
+    if (r.kind === 'session_meta' && !meta) meta = r.meta;
+    let text: string | null = null;
+    if (r.kind === 'item') text = userMessageText(r.item);
+    else if (r.kind === 'user_response_item' && !isInjectedContext(r.text)) text = r.text;
+    if (text !== null) return { meta, firstUserMessage: text };
+  }
+  return { meta, firstUserMessage: null };
+}
+
+/** Same folder, by device and inode of the real path (a symlink or other spelling is the same). */
+export function sameDir(a: string, b: string): boolean {
+  try {
+    const sa = statSync(a);
+    const sb = statSync(b);
+    return sa.dev === sb.dev && sa.ino === sb.ino;
+  } catch {
+    return path.resolve(a) === path.resolve(b);
+  }
+}
+
+export interface RolloutCandidate {
+  path: string;
+  sessionId: string;
+}
+
+/**
+ * The rollouts written for one first message: created no earlier than `sentAt`, recorded in the
+ * same working directory (by filesystem identity), and whose first user message is ours.
+ * Never "the newest rollout": a file that does not prove all three is not a candidate.
+ */
+export async function findRolloutsForFirstMessage(home: string, cwd: string, message: string, sentAt: Date): Promise<RolloutCandidate[]> {
+  const needle = normaliseForMatch(message);
+  const out: RolloutCandidate[] = [];
+  for (const folder of dayFolders(home, sentAt)) {
+    for (const file of await listRollouts(folder)) {
+      let mtime: number;
+      try {
+        mtime = (await fs.stat(file)).mtimeMs;
+      } catch {
+        continue;
+      }
+      if (mtime < sentAt.getTime()) continue;
+      const head = await readRolloutHead(file);
+      if (!head.meta || head.firstUserMessage === null) continue;
+      const created = Date.parse(head.meta.timestamp);
+      if (!Number.isFinite(created) || created < sentAt.getTime()) continue;
+      if (!sameDir(head.meta.cwd, cwd)) continue;
+      if (normaliseForMatch(head.firstUserMessage) !== needle && !normaliseForMatch(head.firstUserMessage).includes(needle)) continue;
+      out.push({ path: file, sessionId: head.meta.id });
+    }
+  }
+  return out;
+}
+
+/** The rollout of a known session id: recent day folders first, then the whole sessions tree. */
+export async function findRolloutById(home: string, sessionId: string, near: Date): Promise<string | null> {
+  for (const folder of dayFolders(home, near)) {
+    for (const file of await listRollouts(folder)) if (sessionIdFromRolloutName(file) === sessionId) return file;
+  }
+  const root = path.join(home, 'sessions');
+  const walk = (dir: string, depth: number): string | null => {
+    let entries: import('node:fs').Dirent[];
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return null;
+    }
+    for (const e of entries) {
+      const full = path.join(dir, e.name);
+      if (e.isDirectory() && depth < 3) {
+        const hit = walk(full, depth + 1);
+        if (hit) return hit;
+      } else if (e.isFile() && sessionIdFromRolloutName(e.name) === sessionId) return full;
+    }
+    return null;
+  };
+  return walk(root, 0);
+}
+
+/**
+ * Which of several candidate rollouts belongs to the process cal launched: the one a process
+ * holds open whose environment carries our launch tag (Linux /proc; null when unknown).
+ */
+export async function rolloutHeldByLaunch(candidates: RolloutCandidate[], tagName: string, tag: string): Promise<RolloutCandidate | null> {
+  let pids: string[];
+  try {
+    pids = (await fs.readdir('/proc')).filter((p) => /^\d+$/.test(p));
+  } catch {
+    return null;
+  }
+  const wanted = `${tagName}=${tag}`;
+  for (const pid of pids) {
+    let environ: string;
+    try {
+      environ = await fs.readFile(`/proc/${pid}/environ`, 'utf8');
+    } catch {
+      continue;
+    }
+    if (!environ.split('\0').includes(wanted)) continue;
+    let fds: string[];
+    try {
+      fds = await fs.readdir(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      let target: string;
+      try {
+        target = await fs.readlink(`/proc/${pid}/fd/${fd}`);
+      } catch {
+        continue;
+      }
+      const hit = candidates.find((c) => c.path === target || sameFile(c.path, target));
+      if (hit) return hit;
+    }
+  }
+  return null;
+}
+
+function sameFile(a: string, b: string): boolean {
+  try {
+    const sa = statSync(a);
+    const sb = statSync(b);
+    return sa.dev === sb.dev && sa.ino === sb.ino;
+  } catch {
+    return false;
+  }
+}
