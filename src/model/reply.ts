@@ -49,6 +49,8 @@ export function numberedLines(n: number): string {
 
 function sideAnswer(req: ParsedModelRequest): string {
   if (req.side === 'json') return JSON.stringify(synthesizeFromSchema(req.jsonSchema) ?? {});
+  // Claude Code asks for its title as structured output: {"title": "…"}.
+  if (req.side === 'title' && req.jsonSchema !== undefined) return JSON.stringify(synthesizeFromSchema(req.jsonSchema, SIDE_TITLE) ?? {});
   // Titles and plain-text utility calls (Gemini session summaries) get the same short title.
   return SIDE_TITLE;
 }

@@ -95,7 +95,7 @@ export function sseData(data: unknown): string {
  * (Gemini router, next-speaker check). Enums prefer "user" and "flash" so that a next-speaker check
  * hands the turn back and a router picks the cheap model.
  */
-export function synthesizeFromSchema(schema: unknown, depth = 0): unknown {
+export function synthesizeFromSchema(schema: unknown, text = 'scripted', depth = 0): unknown {
   if (depth > 8 || schema === null || typeof schema !== 'object') return null;
   const s = schema as Record<string, unknown>;
   const enumValues = Array.isArray(s.enum) ? s.enum : null;
@@ -108,11 +108,11 @@ export function synthesizeFromSchema(schema: unknown, depth = 0): unknown {
   if (type === 'object' || (type === undefined && s.properties)) {
     const out: Record<string, unknown> = {};
     const props = (s.properties ?? {}) as Record<string, unknown>;
-    for (const [key, sub] of Object.entries(props)) out[key] = synthesizeFromSchema(sub, depth + 1);
+    for (const [key, sub] of Object.entries(props)) out[key] = synthesizeFromSchema(sub, text, depth + 1);
     return out;
   }
   if (type === 'array') return [];
-  if (type === 'string') return 'scripted';
+  if (type === 'string') return text;
   if (type === 'integer' || type === 'number') {
     const min = typeof s.minimum === 'number' ? s.minimum : 1;
     return min;

@@ -78,6 +78,19 @@ describe('Anthropic Messages', () => {
     });
   });
 
+  it('answers the title side request as the structured output it asks for', async () => {
+    const body = bodies.anthropic('<session>\nfix the login bug\n</session>\n\nWrite the title in the predominant language of the session', {
+      tools: [],
+      stream: false,
+      output_config: { effort: 'medium', format: { type: 'json_schema', schema: { type: 'object', properties: { title: { type: 'string' } }, required: ['title'] } } },
+    });
+    server.clearLog();
+    const r = await postJson(server.url + paths.anthropic, body);
+    const text = (JSON.parse(r.text) as { content: Array<{ text: string }> }).content[0]!.text;
+    expect(JSON.parse(text)).toEqual({ title: 'Scripted model session' });
+    expect(server.requests()[0]).toMatchObject({ side: true, dialect: 'anthropic' });
+  });
+
   it('ends a [[cal:fail]] stream with an error event', async () => {
     const frames = sseFrames((await postJson(server.url + paths.anthropic, bodies.anthropic('x [[cal:fail]] [[cal:chunks=4]]'))).text);
     expect(frames.map((f) => f.event)).toEqual(['message_start', 'content_block_start', 'content_block_delta', 'content_block_delta', 'error']);

@@ -150,7 +150,7 @@ export const anthropic: DialectModule = {
       inputChars: chars + system.length,
     };
     const format = jsonFormat(body);
-    if (side === 'json' && format) req.jsonSchema = format.schema;
+    if (side !== null && format) req.jsonSchema = format.schema;
     return req;
   },
 
