@@ -1,0 +1,42 @@
+import { render } from 'ink-testing-library';
+import { afterEach, describe, expect, it } from 'vitest';
+import { cleanup } from 'ink-testing-library';
+import { HandleList } from '../../src/tui/HandleList.js';
+import { NOW, ago, summary, turn } from './fixtures.js';
+
+afterEach(() => cleanup());
+
+describe('HandleList view', () => {
+  it('shows each handle with name, provider, CLI version, status, last turn and age', () => {
+    const summaries = [
+      summary('aaaaaa1111', { name: 'refactor', createdAt: ago(7200) }, turn(3, { status: 'completed', updatedAt: ago(90) })),
+      summary('bbbbbb2222', { createdAt: ago(45) }, turn(1, { status: 'running', updatedAt: ago(5) })),
+      summary('cccccc3333', { createdAt: ago(3 * 86400) }, null),
+    ];
+    summaries[2]!.handle.provider.status = 'lost';
+    const { lastFrame } = render(<HandleList summaries={summaries} selected={1} now={NOW} stateDir="/tmp/state" />);
+    const frame = lastFrame() ?? '';
+    expect(frame).toContain('cal inspect · 3 handles in /tmp/state');
+    expect(frame).toMatch(/ID\s+NAME\s+PROVIDER\s+CLI\s+STATUS\s+LAST TURN\s+AGE/);
+    const rows = frame.split('\n');
+    const row = (id: string) => rows.find((l) => l.includes(id)) ?? '';
+    expect(row('aaaaaa1111')).toMatch(/^ {2}aaaaaa1111\s+refactor\s+claude-code\s+2\.1\.328\s+idle\s+completed 1m\s+2h/);
+    expect(row('bbbbbb2222')).toMatch(/^› bbbbbb2222\s+-\s+claude-code\s+2\.1\.328\s+idle\s+running 5s\s+45s/);
+    expect(row('cccccc3333')).toMatch(/cccccc3333\s+-\s+claude-code\s+2\.1\.328\s+lost\s+-\s+3d/);
+  });
+
+  it('says how to start one when there are no handles', () => {
+    const { lastFrame } = render(<HandleList summaries={[]} selected={0} now={NOW} />);
+    expect(lastFrame()).toContain('cal inspect · 0 handles');
+    expect(lastFrame()).toContain('No handles yet');
+  });
+
+  it('scrolls to keep the selected row visible when there are more handles than rows', () => {
+    const summaries = Array.from({ length: 12 }, (_, i) => summary(`hh${String(i).padStart(8, '0')}`));
+    const { lastFrame } = render(<HandleList summaries={summaries} selected={10} now={NOW} maxRows={4} />);
+    const frame = lastFrame() ?? '';
+    expect(frame).toContain('› hh00000010');
+    expect(frame).not.toContain('hh00000000');
+    expect(frame).toContain('rows 8-11 of 12');
+  });
+});
