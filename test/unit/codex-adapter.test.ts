@@ -1,0 +1,134 @@
+import { mkdtempSync, realpathSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { nativeCodexBinary, wrapperEnv } from '../../src/adapters/codex/binary.js';
+import { mcpOverrides, tomlString, trustOverride } from '../../src/adapters/codex/config.js';
+import { codexAdapter, LAUNCH_TAG_ENV } from '../../src/adapters/codex/index.js';
+import { dayFolders, findRolloutsForFirstMessage } from '../../src/adapters/codex/sessions.js';
+import type { SessionConfig } from '../../src/adapters/types.js';
+import { cliBin, pinnedCli, repoRoot } from '../support/clis.js';
+
+const config = (cwd: string, extra: Partial<SessionConfig> = {}): SessionConfig => ({ cwd, model: null, systemPrompt: null, mcpConfigPath: null, toolPolicy: 'default', ...extra });
+
+describe('Codex pinned binary', () => {
+  it('resolves the npm wrapper to the native binary of the platform package, with its version', async () => {
+    const found = { path: cliBin('codex'), realPath: realpathSync(cliBin('codex')) };
+    expect(found.realPath).toMatch(/bin\/codex\.js$/);
+    const native = nativeCodexBinary(found);
+    expect(native).toMatch(/vendor\/[^/]+\/bin\/codex$/);
+    expect(nativeCodexBinary({ path: native, realPath: native })).toBe(native);
+    const pinned = await codexAdapter.resolveCli(undefined, { PATH: `${path.dirname(cliBin('codex'))}:/usr/bin:/bin` });
+    expect(pinned).toEqual({ path: cliBin('codex'), realPath: native, version: pinnedCli.codex.version });
+  });
+
+  it('gives the native binary the environment the wrapper would', () => {
+    const native = nativeCodexBinary({ path: cliBin('codex'), realPath: realpathSync(cliBin('codex')) });
+    expect(wrapperEnv(native)).toEqual({
+      CODEX_MANAGED_BY_NPM: '1',
+      CODEX_MANAGED_PACKAGE_ROOT: realpathSync(path.join(repoRoot, 'node_modules', '@openai', 'codex')),
+    });
+    expect(wrapperEnv('/usr/local/bin/codex')).toEqual({});
+  });
+});
+
+describe('Codex command line', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'cal-codex-unit-')));
+  });
+  afterAll(async () => {
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('TOML strings escape quotes, backslashes, control characters and DEL', () => {
+    expect(tomlString('a "b" \\ c\n\t\u0001\u007f')).toBe('"a \\"b\\" \\\\ c\\n\\t\\u0001\\u007F"');
+  });
+
+  it('trusts the physical working directory and its git root as one inline table', async () => {
+    const repo = path.join(dir, 'repo.v2 "x"');
+    await fs.mkdir(path.join(repo, '.git'), { recursive: true });
+    await fs.mkdir(path.join(repo, 'sub'));
+    await fs.symlink(repo, path.join(dir, 'link'));
+    expect(trustOverride(path.join(dir, 'link', 'sub'))).toBe(
+      `projects={${tomlString(path.join(repo, 'sub'))} = {"trust_level" = "trusted"}, ${tomlString(repo)} = {"trust_level" = "trusted"}}`,
+    );
+  });
+
+  it('turns a Claude-style --mcp-config into mcp_servers overrides', async () => {
+    const file = path.join(dir, 'mcp.json');
+    await fs.writeFile(file, JSON.stringify({ mcpServers: { probe: { command: 'node', args: ['s.mjs'], env: { A: '1' } }, web: { type: 'http', url: 'http://127.0.0.1:1/mcp' } } }));
+    expect(mcpOverrides(file)).toEqual(['mcp_servers.probe={"command" = "node", "args" = ["s.mjs"], "env" = {"A" = "1"}}', 'mcp_servers.web={"url" = "http://127.0.0.1:1/mcp"}']);
+    await fs.writeFile(file, JSON.stringify({ mcpServers: { 'bad.name': { command: 'x' } } }));
+    expect(() => mcpOverrides(file)).toThrow(/letters, digits/);
+  });
+
+  it('launches the pinned binary with --no-daemon, cal settings as -c, and the message after --', () => {
+    const cli = { path: '/x/codex', realPath: '/x/native/codex', version: '0.169.0' };
+    const fresh = codexAdapter.launch({ cli, env: { HOME: '/h' }, config: config(dir, { model: 'm1', systemPrompt: 'Be terse.' }), mode: 'fresh', sessionId: 'tag-1', message: '-starts with a dash' });
+    expect(fresh.argv.slice(0, 2)).toEqual(['/x/native/codex', '--no-daemon']);
+    expect(fresh.argv).toContain('check_for_update_on_startup=false');
+    expect(fresh.argv).toContain('tui.resume_cwd="session"');
+    expect(fresh.argv).toContain('developer_instructions="Be terse."');
+    expect(fresh.argv.join(' ')).toMatch(/--model m1/);
+    expect(fresh.argv.find((a) => a.startsWith('projects='))).toContain(tomlString(dir));
+    expect(fresh.argv.slice(-2)).toEqual(['--', '-starts with a dash']);
+    expect(fresh).toMatchObject({ cwd: dir, deliversMessage: true, sessionId: 'tag-1' });
+    expect(fresh.env).toMatchObject({ HOME: '/h', [LAUNCH_TAG_ENV]: 'tag-1' });
+    expect(fresh.argv).not.toContain('resume');
+
+    const resume = codexAdapter.launch({ cli, env: { HOME: '/h', [LAUNCH_TAG_ENV]: 'old' }, config: config(dir), mode: 'resume', sessionId: 'sid-1', message: 'hello' });
+    expect(resume.argv.slice(-4)).toEqual(['resume', 'sid-1', '--', 'hello']);
+    expect(resume.env[LAUNCH_TAG_ENV]).toBeUndefined();
+    expect(codexAdapter.pasteText('/status')).toBe(' /status');
+    expect(codexAdapter.pasteText('!ls')).toBe(' !ls');
+    expect(codexAdapter.pasteText('plain')).toBe('plain');
+  });
+});
+
+describe('Codex rollout binding', () => {
+  let home: string;
+  let work: string;
+  const created = new Date('2026-11-30T03:11:58.000Z');
+
+  beforeAll(async () => {
+    const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'cal-codex-bind-')));
+    home = path.join(root, 'codex-home');
+    work = path.join(root, 'work');
+    await fs.mkdir(work);
+    await fs.symlink(work, path.join(root, 'work-link'));
+    const day = path.join(home, 'sessions', '2026', '11', '30');
+    await fs.mkdir(day, { recursive: true });
+    // The recorded rollout, moved into this test's working directory.
+    const text = await fs.readFile(path.join(repoRoot, 'fixtures', 'codex-0.169.0-tui-kill-resume.rollout.jsonl'), 'utf8');
+    const lines = text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    (lines[0] as any).payload.cwd = work;
+    await fs.writeFile(path.join(day, 'rollout-2026-11-30T03-11-58-01a22a70-163f-7e60-9c36-4b7c93bb0aa4.jsonl'), lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+    // A rollout from another folder with the same first message is not ours.
+    const other = lines.map((l: any, i) => (i === 0 ? { ...l, payload: { ...l.payload, cwd: path.join(root, 'elsewhere'), id: '01a22a70-0000-7000-8000-000000000001' } } : l));
+    await fs.writeFile(path.join(day, 'rollout-2026-11-30T03-11-58-01a22a70-0000-7000-8000-000000000001.jsonl'), other.map((l) => JSON.stringify(l)).join('\n') + '\n');
+  });
+
+  it('binds the rollout whose cwd (by identity), first message and creation time match', async () => {
+    const sentAt = new Date(created.getTime() - 5000);
+    const found = await findRolloutsForFirstMessage(home, work, 'remember codeword KIWI', sentAt);
+    expect(found.map((f) => f.sessionId)).toEqual(['01a22a70-163f-7e60-9c36-4b7c93bb0aa4']);
+    const viaLink = await findRolloutsForFirstMessage(home, path.join(path.dirname(work), 'work-link'), 'remember codeword KIWI', sentAt);
+    expect(viaLink).toEqual(found);
+    const bound = await codexAdapter.bindTranscript({ env: { CODEX_HOME: home }, config: config(work), sessionId: null, message: 'remember codeword KIWI', sentAt });
+    expect(bound).toEqual(found[0]);
+  });
+
+  it('never binds a rollout whose first message is another, or that is older than the send', async () => {
+    expect(await findRolloutsForFirstMessage(home, work, 'what was the codeword?', new Date(created.getTime() - 5000))).toEqual([]);
+    expect(await findRolloutsForFirstMessage(home, work, 'remember codeword KIWI', new Date(created.getTime() + 60_000))).toEqual([]);
+    expect(await codexAdapter.bindTranscript({ env: { CODEX_HOME: home }, config: config(path.dirname(work)), sessionId: null, message: 'remember codeword KIWI', sentAt: new Date(created.getTime() - 5000) })).toBeNull();
+  });
+
+  it('looks in the local and UTC day folders around the send', () => {
+    const folders = dayFolders('/h', new Date('2026-11-30T23:30:00Z'), new Date('2026-11-30T23:31:00Z'));
+    expect(folders).toContain(path.join('/h', 'sessions', '2026', '11', '30'));
+    expect(folders).toContain(path.join('/h', 'sessions', '2026', '12', '01'));
+  });
+});
