@@ -2,6 +2,7 @@ import { CalError } from '../errors.js';
 import type { PaneRecord, PinnedCli, ProviderHandle, TmuxLocation } from '../handles/schema.js';
 import type { ToolActivity } from '../state/turns.js';
 import { TmuxServer } from '../tmux/tmux.js';
+import { paneMessage } from './pane-text.js';
 import { readJsonlFrom, waitForChange } from '../transcripts/jsonl-tail.js';
 import type { CliAdapter, SessionConfig, TurnObserver } from '../adapters/types.js';
 import { checkPinned } from '../adapters/resolve.js';
@@ -103,6 +104,9 @@ async function launchAndFollow(
   mode: 'fresh' | 'resume',
   opts: EngineOptions,
 ): Promise<{ handle: ProviderHandle; outcome: TurnOutcome }> {
+  // What reaches a pane (argv echoed by the TUI, or a paste) is inert text; the transcript is
+  // matched against that same text (docs/security.md).
+  message = paneMessage(message);
   const tmux = new TmuxServer(opts.tmuxSocket);
   const plan = adapter.launch({
     cli: handle.cli as PinnedCli,
@@ -134,6 +138,7 @@ async function pasteAndFollow(
   message: string,
   opts: EngineOptions,
 ): Promise<{ handle: ProviderHandle; outcome: TurnOutcome }> {
+  message = paneMessage(message);
   await opts.hooks.onSending();
   const sentAt = new Date(Date.now() - 1000);
   await tmux.paste((handle.tmux as TmuxLocation).paneId, adapter.pasteText(message));
