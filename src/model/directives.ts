@@ -75,7 +75,7 @@ function scanJsonObject(text: string, start: number): number {
 function parseOne(name: string, value: string | undefined, raw: string): Directive {
   switch (name) {
     case 'http': {
-      const n = intValue(raw, value, 100, 599);
+      const n = intValue(raw, value, 400, 599);
       return typeof n === 'number' ? { kind: 'http', status: n } : { kind: 'invalid', raw, reason: n };
     }
     case 'delay':

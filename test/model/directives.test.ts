@@ -67,7 +67,7 @@ describe('parseDirectives', () => {
     const kinds = (t: string): string[] => parseDirectives(t).directives.map((d) => (d.kind === 'invalid' ? `invalid:${d.reason}` : d.kind));
     expect(kinds('[[cal:htpp=500]]')).toEqual(['invalid:unknown directive "htpp"']);
     expect(kinds('[[cal:http=abc]]')[0]).toMatch(/^invalid:expected a whole number/);
-    expect(kinds('[[cal:http=99]]')[0]).toMatch(/^invalid:value out of range/);
+    expect(kinds('[[cal:http=302]]')[0]).toMatch(/^invalid:value out of range/);
     expect(kinds('[[cal:delay]]')[0]).toMatch(/^invalid:expected a whole number/);
     expect(kinds('[[cal:chunks=0]]')[0]).toMatch(/^invalid:value out of range/);
     expect(kinds('[[cal:echo=1]]')).toEqual(['invalid:"echo" takes no value']);
