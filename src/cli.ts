@@ -36,6 +36,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--cli-path <path>', 'the CLI executable to pin (default: found on PATH)')
     .option('--timeout <seconds>', 'give up waiting for the end of the turn after this long')
     .option('--events', 'stream lifecycle events as NDJSON on stderr')
+    .option('--stream', "print the assistant's text and tool activity as the CLI records them (NDJSON events with --json)")
     .option('--json', 'print one JSON object on stdout')
     .argument('[message]', 'the first message, or - to read it from stdin')
     .action(async (message: string | undefined, opts) => {
@@ -56,6 +57,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--wait [seconds]', 'wait in line while another continuation runs, forever or --wait=S seconds (default: fail with busy)')
     .option('--timeout <seconds>', 'give up waiting for the end of the turn after this long')
     .option('--events', 'stream lifecycle events as NDJSON on stderr')
+    .option('--stream', "print the assistant's text and tool activity as the CLI records them (NDJSON events with --json)")
     .option('--json', 'print one JSON object on stdout')
     .action(async (handle: string, message: string | undefined, opts) => {
       const { runContinue } = await import('./commands/continue.js');

@@ -1,7 +1,8 @@
 import { CalError } from '../errors.js';
 import { AgentSessions } from '../sessions/agent-sessions.js';
 import { StateStore, parseHandleRef } from '../state/store.js';
-import { eventPrinter, fileText, parseSeconds, passThroughEnv, readMessage, renderError, renderTurn, type GlobalOptions } from './common.js';
+import { fileText, parseSeconds, passThroughEnv, readMessage, renderError, renderTurn, type GlobalOptions } from './common.js';
+import { liveOutput } from './progress.js';
 
 export interface ContinueOptions {
   cwd?: string;
@@ -12,6 +13,7 @@ export interface ContinueOptions {
   wait?: string | boolean;
   timeout?: string;
   events?: boolean;
+  stream?: boolean;
   json?: boolean;
 }
 
@@ -25,19 +27,25 @@ export async function runContinue(ref: string, messageArg: string | undefined, o
     const waitSeconds = opts.wait === undefined ? undefined : opts.wait === true || opts.wait === 'forever' ? Infinity : parseSeconds(String(opts.wait), '--wait');
     const store = await StateStore.open(global.stateDir);
     const sessions = new AgentSessions(store);
-    const { handle, turn } = await sessions.continue({
-      ref,
-      message,
-      cwd: opts.cwd,
-      model: opts.model,
-      systemPrompt: opts.systemPromptFile ? await fileText(opts.systemPromptFile, '--system-prompt-file') : opts.systemPrompt,
-      mcpConfig: opts.mcpConfig,
-      waitSeconds,
-      timeoutSeconds: opts.timeout ? parseSeconds(opts.timeout, '--timeout') : undefined,
-      env: passThroughEnv(),
-      onEvent: eventPrinter(opts),
-    });
-    return renderTurn(handle, turn, opts);
+    const live = await liveOutput(opts, 'sending');
+    try {
+      const { handle, turn } = await sessions.continue({
+        ref,
+        message,
+        cwd: opts.cwd,
+        model: opts.model,
+        systemPrompt: opts.systemPromptFile ? await fileText(opts.systemPromptFile, '--system-prompt-file') : opts.systemPrompt,
+        mcpConfig: opts.mcpConfig,
+        waitSeconds,
+        timeoutSeconds: opts.timeout ? parseSeconds(opts.timeout, '--timeout') : undefined,
+        env: passThroughEnv(),
+        onEvent: live.onEvent,
+        onProgress: live.onProgress,
+      });
+      return renderTurn(handle, live.done(turn), opts);
+    } finally {
+      live.stop();
+    }
   } catch (err) {
     return renderError(err, opts);
   }

@@ -1,8 +1,9 @@
 import type { ProviderName, Transport } from '../handles/schema.js';
 import { AgentSessions } from '../sessions/agent-sessions.js';
 import { StateStore } from '../state/store.js';
-import { eventPrinter, fileText, parseSeconds, passThroughEnv, readMessage, renderError, renderTurn, type GlobalOptions } from './common.js';
+import { fileText, parseSeconds, passThroughEnv, readMessage, renderError, renderTurn, type GlobalOptions } from './common.js';
 import { CalError } from '../errors.js';
+import { liveOutput } from './progress.js';
 
 export interface StartOptions {
   provider: ProviderName;
@@ -16,6 +17,7 @@ export interface StartOptions {
   cliPath?: string;
   timeout?: string;
   events?: boolean;
+  stream?: boolean;
   json?: boolean;
 }
 
@@ -27,21 +29,27 @@ export async function runStart(messageArg: string | undefined, opts: StartOption
     const message = await readMessage(messageArg);
     const store = await StateStore.open(global.stateDir);
     const sessions = new AgentSessions(store);
-    const { handle, turn } = await sessions.start({
-      provider: opts.provider,
-      message,
-      cwd: opts.cwd,
-      model: opts.model,
-      transport: opts.transport,
-      name: opts.name,
-      systemPrompt: opts.systemPromptFile ? await fileText(opts.systemPromptFile, '--system-prompt-file') : opts.systemPrompt,
-      mcpConfig: opts.mcpConfig,
-      cliPath: opts.cliPath,
-      timeoutSeconds: opts.timeout ? parseSeconds(opts.timeout, '--timeout') : undefined,
-      env: passThroughEnv(),
-      onEvent: eventPrinter(opts),
-    });
-    return renderTurn(handle, turn, opts);
+    const live = await liveOutput(opts, 'starting');
+    try {
+      const { handle, turn } = await sessions.start({
+        provider: opts.provider,
+        message,
+        cwd: opts.cwd,
+        model: opts.model,
+        transport: opts.transport,
+        name: opts.name,
+        systemPrompt: opts.systemPromptFile ? await fileText(opts.systemPromptFile, '--system-prompt-file') : opts.systemPrompt,
+        mcpConfig: opts.mcpConfig,
+        cliPath: opts.cliPath,
+        timeoutSeconds: opts.timeout ? parseSeconds(opts.timeout, '--timeout') : undefined,
+        env: passThroughEnv(),
+        onEvent: live.onEvent,
+        onProgress: live.onProgress,
+      });
+      return renderTurn(handle, live.done(turn), opts);
+    } finally {
+      live.stop();
+    }
   } catch (err) {
     return renderError(err, opts);
   }

@@ -1,0 +1,233 @@
+import type { EventRecord } from '../state/store.js';
+import type { ToolActivity } from '../state/turns.js';
+import { colorEnabled, elapsed, oneLine, toolLine } from '../tui/format.js';
+import { eventPrinter } from './common.js';
+
+/**
+ * Live progress for long waits: a spinner with the lifecycle state and elapsed time on a
+ * terminal, and `--stream` (the assistant's text and tool activity as the CLI records them).
+ * Neither loads Ink: the spinner is ora, imported only when stderr is a terminal.
+ */
+
+/** What the engine's turn observer shows while the turn runs (structurally a TurnObserver). */
+export interface ProgressView {
+  readonly observation: { readonly phase: string };
+  readonly tools: readonly ToolActivity[];
+  readonly partialAnswer: string;
+}
+
+export interface Progress {
+  onEvent(event: EventRecord): void;
+  onProgress(view: ProgressView): void;
+  /** Clears the spinner line (before the answer is printed). */
+  stop(): void;
+}
+
+const silent: Progress = { onEvent() {}, onProgress() {}, stop() {} };
+
+const stateLabels: Record<string, string> = {
+  waiting_for_lock: 'waiting in line for the handle',
+  lost_tmux: 'pane gone',
+  resuming: 'resuming natively',
+  running: 'running',
+  sending: 'sending',
+};
+
+export interface ProgressOptions {
+  json?: boolean | undefined;
+  /** The state shown before the first lifecycle event ("starting", "sending"). */
+  initial: string;
+  stream?: NodeJS.WriteStream;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Whether a spinner may draw: a terminal on stderr, not --json, not a dumb terminal. */
+export function spinnerWanted(opts: Pick<ProgressOptions, 'json' | 'stream' | 'env'>): boolean {
+  const stream = opts.stream ?? process.stderr;
+  const env = opts.env ?? process.env;
+  return !opts.json && stream.isTTY === true && env.TERM !== 'dumb';
+}
+
+/** A spinner on a terminal's stderr; silent (and ora never loaded) for scripts and --json. */
+export async function createProgress(opts: ProgressOptions): Promise<Progress> {
+  if (!spinnerWanted(opts)) return silent;
+  const { default: ora } = await import('ora');
+  const env = opts.env ?? process.env;
+  const started = Date.now();
+  let state = opts.initial;
+  let detail = '';
+  const text = () => `${state} · ${elapsed(Date.now() - started)}${detail ? ` · ${detail}` : ''}`;
+  const spinner = ora({
+    text: text(),
+    stream: opts.stream ?? process.stderr,
+    color: colorEnabled(env) ? 'cyan' : false,
+    discardStdin: false,
+    isEnabled: true,
+  }).start();
+  const timer = setInterval(() => {
+    spinner.text = text();
+  }, 1000);
+  timer.unref();
+  let stopped = false;
+  return {
+    onEvent(event) {
+      if (stopped) return;
+      state = stateLabels[event.event] ?? event.event;
+      spinner.text = text();
+    },
+    onProgress(view) {
+      if (stopped) return;
+      if (view.observation.phase === 'running' && state !== 'running') state = 'running';
+      const open = [...view.tools].reverse().find((t) => !t.status);
+      detail = open ? `tool ${oneLine(open.name, 50)}` : '';
+      spinner.text = text();
+    },
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      clearInterval(timer);
+      spinner.stop();
+    },
+  };
+}
+
+/** Where the stream writes (process streams by default; tests pass their own). */
+export interface StreamSinks {
+  stdout(text: string): void;
+  stderr(text: string): void;
+}
+
+const processSinks: StreamSinks = {
+  stdout: (t) => void process.stdout.write(t),
+  stderr: (t) => void process.stderr.write(t),
+};
+
+/**
+ * `--stream`: turns the observer's growing view of the current turn into output as it
+ * arrives. With --json, NDJSON events on stdout ({"type":"text"}, {"type":"tool"}); without,
+ * the text on stdout and one line per tool call on stderr. It only ever sees the observer the
+ * engine hands it, which starts at the stored transcript offset and at our own message, so
+ * nothing from an earlier turn can appear.
+ */
+export class TurnStream {
+  private text = '';
+  private lastBlock = '';
+  private announced = 0;
+  private readonly finished = new Set<number>();
+
+  constructor(
+    private readonly json: boolean,
+    private readonly sinks: StreamSinks = processSinks,
+  ) {}
+
+  update(view: ProgressView): void {
+    if (view.observation.phase === 'waiting') return;
+    // One read may bring several records; keep the CLI's usual order: results of calls already
+    // shown, then text (a reply's text precedes its own tool calls), then new calls.
+    const finish = (tool: ToolActivity, i: number) => {
+      if (tool.status && !this.finished.has(i)) {
+        this.finished.add(i);
+        this.tool(tool, 'result');
+      }
+    };
+    view.tools.slice(0, this.announced).forEach(finish);
+    this.updateText(view.partialAnswer);
+    view.tools.forEach((tool, i) => {
+      if (i < this.announced) return;
+      this.announced = i + 1;
+      this.tool(tool, 'call');
+      finish(tool, i);
+    });
+  }
+
+  /**
+   * The observer's text so far: either a growing text (print the new part) or the latest
+   * whole block (Claude records one block per record: print it as a new block).
+   */
+  private updateText(partial: string): void {
+    if (!partial || partial === this.lastBlock) return;
+    let piece: string;
+    if (partial.startsWith(this.lastBlock)) {
+      piece = partial.slice(this.lastBlock.length);
+    } else {
+      piece = partial;
+      if (!this.json && this.text && !this.text.endsWith('\n')) this.out('\n');
+    }
+    this.lastBlock = partial;
+    this.text += piece;
+    if (this.json) this.sinks.stdout(JSON.stringify({ type: 'text', text: piece }) + '\n');
+    else this.out(piece);
+  }
+
+  private out(piece: string): void {
+    this.sinks.stdout(piece);
+  }
+
+  private tool(tool: ToolActivity, phase: 'call' | 'result'): void {
+    if (this.json) {
+      const event: Record<string, unknown> = { type: 'tool', phase, kind: tool.kind, name: tool.name };
+      if (tool.server) event.server = tool.server;
+      if (phase === 'call' && tool.input !== undefined) event.input = tool.input;
+      if (phase === 'result') {
+        event.status = tool.status;
+        if (tool.output !== undefined) event.output = tool.output;
+      }
+      this.sinks.stdout(JSON.stringify(event) + '\n');
+    } else {
+      this.sinks.stderr(`tool: ${toolLine(tool, 200)}\n`);
+    }
+  }
+
+  /** Whether the final answer was already printed as streamed text. */
+  covers(answer: string | null): boolean {
+    return answer !== null && answer !== '' && (this.lastBlock === answer || this.text.endsWith(answer));
+  }
+
+  /** Ends the streamed text with a newline (plain mode), so the shell prompt starts clean. */
+  end(): void {
+    if (!this.json && this.text && !this.text.endsWith('\n')) this.out('\n');
+  }
+}
+
+export interface LiveOptions {
+  json?: boolean | undefined;
+  events?: boolean | undefined;
+  stream?: boolean | undefined;
+}
+
+/** Everything a waiting command shows while the turn runs: spinner, --events, --stream. */
+export interface LiveOutput {
+  onEvent(event: EventRecord): void;
+  onProgress(view: ProgressView): void;
+  /**
+   * Stops the spinner and returns the turn as it should be rendered: with --stream in plain
+   * mode the answer was printed as it came, so it is not printed twice.
+   */
+  done<T extends { answer: string | null }>(turn: T): T;
+  stop(): void;
+}
+
+export async function liveOutput(opts: LiveOptions, initial: string, sinks?: StreamSinks): Promise<LiveOutput> {
+  const progress = await createProgress({ json: opts.json, initial });
+  const stream = opts.stream ? new TurnStream(Boolean(opts.json), sinks) : null;
+  const printEvent = eventPrinter(opts);
+  return {
+    onEvent(event) {
+      progress.onEvent(event);
+      printEvent?.(event);
+    },
+    onProgress(view) {
+      progress.onProgress(view);
+      stream?.update(view);
+    },
+    done(turn) {
+      progress.stop();
+      if (!stream || opts.json) return turn;
+      stream.end();
+      return stream.covers(turn.answer) ? { ...turn, answer: null } : turn;
+    },
+    stop() {
+      progress.stop();
+    },
+  };
+}
