@@ -36,11 +36,22 @@ export async function runModelServe(opts: ModelServeOptions): Promise<number> {
   }
   let server;
   try {
-    server = await startModelServer({ host, port, allowRemote: opts.allowRemote === true, ...(opts.log ? { logFile: opts.log } : {}) });
+    // Nobody reads the in-process log of a foreground server; keep it small (the --log file has everything).
+    server = await startModelServer({ host, port, allowRemote: opts.allowRemote === true, maxLogEntries: 100, ...(opts.log ? { logFile: opts.log } : {}) });
   } catch (err) {
     process.stderr.write(`cal model serve: ${(err as Error).message}\n`);
     return 1;
   }
+  // Listen for the stop signals before announcing the URL: a script may send one as soon as it reads it.
+  const stopped = new Promise<void>((resolve) => {
+    const stop = (): void => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
   process.stdout.write(`${server.url}\n`);
   if (!isLoopbackHost(host)) process.stderr.write('warning: serving on a non-loopback address without authentication\n');
   process.stderr.write(
@@ -54,15 +65,7 @@ export async function runModelServe(opts: ModelServeOptions): Promise<number> {
       '',
     ].join('\n'),
   );
-  await new Promise<void>((resolve) => {
-    const stop = (): void => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve();
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
+  await stopped;
   await server.close();
   return 0;
 }

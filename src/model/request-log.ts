@@ -30,7 +30,11 @@ export class RequestLog {
   private nextSeq = 1;
   private fileFailed = false;
 
-  constructor(private readonly file?: string) {
+  constructor(
+    private readonly file?: string,
+    /** Keep at most this many entries in memory (oldest dropped); the JSONL file keeps all. */
+    private readonly maxEntries = Number.POSITIVE_INFINITY,
+  ) {
     if (file) mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   }
 
@@ -41,6 +45,7 @@ export class RequestLog {
 
   add(entry: ModelRequestLogEntry): void {
     this.entries.push(entry);
+    if (this.entries.length > this.maxEntries) this.entries.splice(0, this.entries.length - this.maxEntries);
     if (!this.file || this.fileFailed) return;
     try {
       appendFileSync(this.file, `${JSON.stringify(entry)}\n`);

@@ -27,6 +27,8 @@ export interface ModelServerOptions {
   maxRequestBytes?: number;
   /** Allow binding a non-loopback host. */
   allowRemote?: boolean;
+  /** Keep at most this many entries in the in-process log (default: all). The JSONL file keeps every entry. */
+  maxLogEntries?: number;
 }
 
 export interface ModelServer {
@@ -116,7 +118,7 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<M
     throw new Error(`refusing to bind the scripted model server to non-loopback host ${host} (pass allowRemote to override)`);
   }
   const maxBytes = opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
-  const log = new RequestLog(opts.logFile);
+  const log = new RequestLog(opts.logFile, opts.maxLogEntries);
   const active = new Set<AbortController>();
 
   function record(entry: Omit<ModelRequestLogEntry, 'seq' | 'time'>, seq: number): void {

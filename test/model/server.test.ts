@@ -339,6 +339,18 @@ describe('request log', () => {
     expect(server.requests().map((e) => e.sessionKey)).toEqual(['aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee', 'hdr-session']);
   });
 
+  it('keeps at most maxLogEntries in memory, every entry in the file', async () => {
+    const file = path.join(dir, 'capped.jsonl');
+    const s = await startModelServer({ maxLogEntries: 2, logFile: file });
+    try {
+      for (const t of ['a', 'b', 'c']) await postJson(s.url + paths.chat, bodies.chat(t));
+      expect(s.requests().map((e) => e.lastUserMessage)).toEqual(['b', 'c']);
+      expect((await readFile(file, 'utf8')).trim().split('\n')).toHaveLength(3);
+    } finally {
+      await s.close();
+    }
+  });
+
   it('clearLog empties the in-process log', async () => {
     await postJson(server.url + paths.chat, bodies.chat('x'));
     expect(server.requests()).toHaveLength(1);
