@@ -321,6 +321,15 @@ describe('Codex with --transport structured, end to end', () => {
     expect(run.json.error.kind).toBe('cli_missing');
     expect(run.json.error.message).toContain(pinnedCli.codex.version);
   });
+
+  it('codex exec refusing the resume (rollout gone) is resume_unavailable (9) with its own words', async () => {
+    await fs.rename(path.join(s.codexHome, 'sessions'), path.join(s.codexHome, 'sessions-moved'));
+    const run = await cal(['continue', handle, '--json', ...TIMEOUT, 'Are you there?']);
+    expect(run.code).toBe(9);
+    expect(run.json.error.kind).toBe('resume_unavailable');
+    expect(run.json.error.message).toMatch(/no rollout found for thread id/);
+    expect(run.json.error.message).not.toMatch(/<unknown>/);
+  });
 });
 
 describe('Codex through a symlinked working directory', () => {
@@ -356,5 +365,14 @@ describe('Codex through a symlinked working directory', () => {
     const next = await cal(['continue', handle, '--cwd', repo, ...TIMEOUT, 'What was the codeword?']);
     expect(next.code).toBe(0);
     expect(next.stdout.trim()).toBe('The codeword was FIG.');
+
+    // Codex refusing the resume (its rollout is gone) is resume_unavailable with Codex's own words.
+    expect((await cal(['kill-tmux', handle])).code).toBe(0);
+    await fs.rename(path.join(s.codexHome, 'sessions'), path.join(s.codexHome, 'sessions-moved'));
+    const refused = await cal(['continue', handle, '--json', ...TIMEOUT, 'Are you there?']);
+    expect(refused.code).toBe(9);
+    expect(refused.json.error.kind).toBe('resume_unavailable');
+    expect(refused.json.error.message).toMatch(/Error: Failed to resume session/);
+    expect(refused.json.error.message).not.toMatch(/<unknown>/);
   });
 });

@@ -75,7 +75,7 @@ describe('Codex command line', () => {
     expect(fresh.argv.find((a) => a.startsWith('projects='))).toContain(tomlString(dir));
     expect(fresh.argv.slice(-2)).toEqual(['--', '-starts with a dash']);
     expect(fresh).toMatchObject({ cwd: dir, deliversMessage: true, sessionId: 'tag-1' });
-    expect(fresh.env).toMatchObject({ HOME: '/h', [LAUNCH_TAG_ENV]: 'tag-1' });
+    expect(fresh.env).toMatchObject({ HOME: '/h', [LAUNCH_TAG_ENV]: 'tag-1', RUST_LIB_BACKTRACE: '0' });
     expect(fresh.argv).not.toContain('resume');
 
     const resume = codexAdapter.launch({ cli, env: { HOME: '/h', [LAUNCH_TAG_ENV]: 'old' }, config: config(dir), mode: 'resume', sessionId: 'sid-1', message: 'hello' });

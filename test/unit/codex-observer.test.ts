@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseExecStream, unwrapShell } from '../../src/adapters/codex/exec.js';
+import { lastErrorLine, parseExecStream, unwrapShell } from '../../src/adapters/codex/exec.js';
 import { CodexTurnObserver, classifyRecord, shellCommandText } from '../../src/adapters/codex/rollout.js';
 import { repoRoot } from '../support/clis.js';
 
@@ -158,6 +158,19 @@ describe('codex exec --json stream (recorded 0.169.0)', () => {
     const s = parseExecStream(`${fixture('exec-json-remember.events')}\n{"type":"thread.brand_new"}\nnot json\n`);
     expect(s.unknownEvents).toBe(2);
     expect(s.ended).toBe('completed');
+  });
+
+  it("Codex's own error line is picked out of stderr, not a warning or a backtrace", () => {
+    const stderr = [
+      'WARNING: proceeding, even though we could not create PATH aliases: Refusing to create helper binaries under temporary dir "/tmp"',
+      'Reading additional input from stdin...',
+      'Error: thread/resume: thread/resume failed: no rollout found for thread id 01a22a00-0000-7000-8000-000000000000 (code -32600)',
+      'Stack backtrace:',
+      '   0: <unknown>',
+      '   1: <unknown>',
+    ].join('\n');
+    expect(lastErrorLine(stderr)).toBe('Error: thread/resume: thread/resume failed: no rollout found for thread id 01a22a00-0000-7000-8000-000000000000 (code -32600)');
+    expect(lastErrorLine('something odd\n')).toBe('something odd');
   });
 
   it('exec shell command strings are unwrapped like the rollout argv', () => {

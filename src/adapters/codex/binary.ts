@@ -95,3 +95,14 @@ export function wrapperEnv(nativeBinary: string): Record<string, string> {
   }
   return {};
 }
+
+/**
+ * The environment a Codex process gets: the user's, what the npm wrapper adds, and no error
+ * backtraces (with RUST_BACKTRACE=1 inherited, a refused resume ends in a stack of
+ * `<unknown>` frames that buries Codex's own one-line error; panics keep theirs).
+ */
+export function codexEnv(env: Record<string, string>, nativeBinary: string): Record<string, string> {
+  const out = { ...env, ...wrapperEnv(nativeBinary) };
+  if (out.RUST_LIB_BACKTRACE === undefined) out.RUST_LIB_BACKTRACE = '0';
+  return out;
+}

@@ -4,7 +4,7 @@ import { CalError } from '../../errors.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
 import type { LaunchRequest, StructuredTurnResult } from '../types.js';
 import { commonOverrides } from './config.js';
-import { wrapperEnv } from './binary.js';
+import { codexEnv } from './binary.js';
 import { codexHome, findRolloutById } from './sessions.js';
 
 /**
@@ -175,13 +175,14 @@ function posixWord(text: string): string | null {
   return out;
 }
 
-/** The last line of Codex's stderr that says something (its own error text). */
-function lastErrorLine(stderr: string): string {
+/** Codex's own error text on stderr: its last `Error:` line, else its last line that says something. */
+export function lastErrorLine(stderr: string): string {
   const lines = stderr
     .split('\n')
     .map((l) => l.trim())
     .filter((l) => l && !/^Reading additional input from stdin/.test(l) && !/^WARNING: proceeding, even though we could not create PATH aliases/.test(l));
-  return lines.at(-1) ?? '';
+  const errors = lines.filter((l) => /^(Error|ERROR)\b/.test(l));
+  return errors.at(-1) ?? lines.filter((l) => !/^(Stack backtrace:|\d+: )/.test(l)).at(-1) ?? '';
 }
 
 export function execArgv(req: LaunchRequest): string[] {
@@ -205,7 +206,7 @@ export async function runExecTurn(req: LaunchRequest & { timeoutMs: number }): P
   const startedAt = new Date(Date.now() - 1000);
   const res = await execa(argv[0] as string, argv.slice(1), {
     cwd: req.config.cwd,
-    env: { ...req.env, ...wrapperEnv(req.cli.realPath) },
+    env: codexEnv(req.env, req.cli.realPath),
     extendEnv: false,
     stdin: 'ignore',
     reject: false,

@@ -3,7 +3,7 @@ import { CalError } from '../../errors.js';
 import type { PinnedCli } from '../../handles/schema.js';
 import { findExecutable, readVersion } from '../resolve.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
-import { nativeCodexBinary, wrapperEnv } from './binary.js';
+import { codexEnv, nativeCodexBinary, wrapperEnv } from './binary.js';
 import { commonOverrides } from './config.js';
 import { runExecTurn } from './exec.js';
 import { scriptedCodexEnv } from './home.js';
@@ -62,7 +62,7 @@ export const codexAdapter: CliAdapter = {
     }
     // `--` keeps a message that starts with '-' from being read as a flag.
     argv.push('--', req.message);
-    const env: Record<string, string> = { ...req.env, ...wrapperEnv(req.cli.realPath) };
+    const env: Record<string, string> = codexEnv(req.env, req.cli.realPath);
     if (req.mode === 'fresh' && req.sessionId) env[LAUNCH_TAG_ENV] = req.sessionId;
     else delete env[LAUNCH_TAG_ENV];
     return {
