@@ -95,6 +95,18 @@ export function buildProgram(setExit: (code: number) => void): Command {
     });
 
   program
+    .command('recover')
+    .description('settle every unfinished turn and phase whose cal process died, from the CLI transcript first')
+    .option('--dry-run', 'say what would be done, change nothing')
+    .option('--retry-lost', 'send a lost turn again through continuation')
+    .option('--events', 'stream lifecycle events as NDJSON on stderr')
+    .option('--json', 'print one JSON object on stdout')
+    .action(async (opts) => {
+      const { runRecover } = await import('./commands/recover.js');
+      setExit(await runRecover(opts, global()));
+    });
+
+  program
     .command('demo')
     .description('the whole loop offline: scripted model, real CLI in tmux, kill the pane, resume natively')
     .addOption(new Option('--provider <name>', 'which CLI').choices(['claude-code']).default('claude-code'))

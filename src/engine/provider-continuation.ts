@@ -26,6 +26,8 @@ export interface EngineHooks {
   emit(event: ProviderEvent, detail?: Record<string, unknown>): Promise<void>;
   /** Called right before the message leaves cal (turn status `sending`). */
   onSending(): Promise<void>;
+  /** Called once the message has left cal (pasted, or handed to a launch). */
+  onSent?(): Promise<void>;
   /** Called once the CLI recorded our message (turn status `running`, with the CLI's key). */
   onRecorded(turnKey: string | null): Promise<void>;
   /** Called whenever the provider handle changed and must be saved (pane, id, offset). */
@@ -127,6 +129,7 @@ async function launchAndFollow(
   if (!plan.deliversMessage) {
     await tmux.paste(pane.paneId, adapter.pasteText(message));
   }
+  await opts.hooks.onSent?.();
   return follow(adapter, tmux, handle, config, message, mode, sentAt, opts, !plan.deliversMessage);
 }
 
@@ -142,7 +145,70 @@ async function pasteAndFollow(
   await opts.hooks.onSending();
   const sentAt = new Date(Date.now() - 1000);
   await tmux.paste((handle.tmux as TmuxLocation).paneId, adapter.pasteText(message));
+  await opts.hooks.onSent?.();
   return follow(adapter, tmux, handle, config, message, 'paste', sentAt, opts, true);
+}
+
+/** What the CLI's transcript says about a turn, read without sending anything (for recover). */
+export interface RecordedTurn {
+  observation: TurnObserver['observation'];
+  tools: TurnObserver['tools'];
+  paneAlive: boolean;
+  /** The transcript was bound now (a first turn whose id was not yet on the handle). */
+  handle: ProviderHandle;
+}
+
+export async function observeRecordedTurn(
+  adapter: CliAdapter,
+  handle: ProviderHandle,
+  config: SessionConfig,
+  message: string,
+  sentAt: Date,
+  env: Record<string, string>,
+): Promise<RecordedTurn> {
+  message = paneMessage(message);
+  const paneAlive = handle.tmux ? await new TmuxServer(handle.tmux.socket).isPaneAlive(handle.tmux.paneId) : false;
+  const observer = adapter.observeTurn(message);
+  if (!handle.transcript) {
+    const bound = await adapter.bindTranscript({ env, config, sessionId: handle.pendingSessionId, message, sentAt });
+    if (bound) handle = { ...handle, nativeSessionId: bound.sessionId, pendingSessionId: null, transcript: { path: bound.path, offset: 0 } };
+  }
+  if (handle.transcript) {
+    const file = handle.transcript.path;
+    let offset = handle.transcript.offset;
+    // Chunk by chunk: a long transcript is never loaded whole.
+    for (;;) {
+      const read = await readJsonlFrom(file, offset);
+      if (read.records.length === 0) break;
+      for (const rec of read.records) {
+        observer.feed(rec.value);
+        offset = rec.endOffset;
+        if (observer.observation.phase === 'ended') break;
+      }
+      if (observer.observation.phase === 'ended') {
+        handle = { ...handle, transcript: { path: file, offset } };
+        break;
+      }
+    }
+  }
+  return { observation: observer.observation, tools: observer.tools, paneAlive, handle };
+}
+
+/**
+ * Follows a turn the CLI already has (recover, or a cal that died mid-turn): nothing is sent;
+ * the turn ends from the transcript, or as lost when the pane dies first.
+ */
+export async function awaitRecordedTurn(
+  adapter: CliAdapter,
+  handle: ProviderHandle,
+  config: SessionConfig,
+  message: string,
+  sentAt: Date,
+  opts: EngineOptions,
+): Promise<{ handle: ProviderHandle; outcome: TurnOutcome }> {
+  if (!handle.tmux) throw new CalError('lost', 'the turn has no pane to wait on');
+  const tmux = new TmuxServer(handle.tmux.socket);
+  return follow(adapter, tmux, handle, config, paneMessage(message), 'paste', sentAt, opts, false);
 }
 
 /**

@@ -3,7 +3,8 @@ import path from 'node:path';
 import { apiAdapter, cliAdapter } from '../adapters/registry.js';
 import type { SessionConfig, TurnObserver } from '../adapters/types.js';
 import { continueProvider, startProvider } from '../engine/continuation.js';
-import type { EngineHooks, ProviderEvent, TurnOutcome } from '../engine/provider-continuation.js';
+import { awaitRecordedTurn, observeRecordedTurn, type EngineHooks, type EngineOptions, type ProviderEvent, type TurnOutcome } from '../engine/provider-continuation.js';
+import { isProcessAlive, processStartTime, type HeldLock } from '../state/lock.js';
 import { historyFile, readHistory, writeHistory } from './api-history.js';
 import { attachArgv, killTransport, transportAlive, transportScreen } from '../engine/transport.js';
 import { tmuxSocketFor } from '../engine/tmux-socket.js';
@@ -82,12 +83,67 @@ export interface HandleView {
   events: EventRecord[];
 }
 
+export interface RecoverRequest {
+  dryRun?: boolean;
+  retryLost?: boolean;
+  env: Record<string, string>;
+  timeoutSeconds?: number;
+  onEvent?: (event: EventRecord) => void;
+}
+
+export type RecoverAction = 'settled_from_transcript' | 'waited_for_cli' | 'marked_lost' | 'retried_lost' | 'delivered' | 'skipped_busy' | 'skipped_settled';
+
+export interface RecoverItem {
+  handle: string;
+  turn: string;
+  message: string;
+  before: TurnStatus;
+  action: RecoverAction;
+  status: TurnStatus;
+  answer: string | null;
+  error?: string;
+}
+
+type RecoveryPlan =
+  | { action: 'settled_from_transcript'; status: TurnOutcome['status']; answer: string | null; error: string | null; turnKey: string | null; tools: TurnOutcome['tools']; handle: ProviderHandle | null }
+  | { action: 'waited_for_cli'; handle: ProviderHandle | null }
+  | { action: 'marked_lost' }
+  | { action: 'delivered'; start: boolean };
+
 export interface HandleSummary {
   handle: AgentSessionHandle;
   lastTurn: TurnRecord | null;
 }
 
 const DEFAULT_TIMEOUT_S = 600;
+
+interface TurnJournal {
+  turn: TurnRecord;
+  set(status: TurnStatus, patch?: Partial<TurnRecord>): Promise<void>;
+}
+
+interface ExecOptions {
+  env: Record<string, string>;
+  timeoutSeconds?: number;
+  onEvent?: (event: EventRecord) => void;
+  onProgress?: (observer: TurnObserver) => void;
+}
+
+type TurnAction = { kind: 'start' } | { kind: 'continue' } | { kind: 'await'; sentAt: Date };
+
+export function handleLockName(handleId: string): string {
+  return `handle-${handleId}`;
+}
+
+/**
+ * Fault injection for the durability tests: with CAL_FAULT=<point> in the environment, cal
+ * stops at that point (after the turn record is written) until it is killed.
+ */
+async function faultPoint(point: string, env: Record<string, string>): Promise<void> {
+  if (env.CAL_FAULT !== point) return;
+  process.stderr.write(`cal: paused at fault point ${point}\n`);
+  await new Promise(() => undefined);
+}
 
 export class AgentSessions {
   constructor(private readonly store: StateStore) {}
@@ -234,13 +290,36 @@ export class AgentSessions {
     req: (StartRequest | ContinueRequest) & { waitSeconds?: number },
     kind: 'start' | 'continue',
   ): Promise<TurnResult> {
-    let handle = initial;
-    const turns = await this.store.listTurns(handle.id);
+    const journal = await this.newTurn(initial.id, message);
+    let lock: HeldLock;
+    try {
+      lock = await this.store.locks.acquire(handleLockName(initial.id), {
+        waitSeconds: req.waitSeconds,
+        onWait: async () => {
+          await journal.set('waiting_for_lock');
+          await this.event(initial.id, 'waiting_for_lock', journal.turn.id, undefined, req.onEvent);
+        },
+      });
+    } catch (err) {
+      const e = toCalError(err);
+      await journal.set('failed', { error: { kind: e.kind, message: e.message } });
+      throw new CalError(e.kind, e.message, { ...e.details, handle: initial.id, turn: journal.turn.id });
+    }
+    try {
+      return await this.executeTurn(initial.id, journal, req, kind === 'start' ? { kind: 'start' } : { kind: 'continue' });
+    } finally {
+      await lock.release();
+    }
+  }
+
+  /** Writes the turn record before anything is sent (design §5). */
+  private async newTurn(handleId: string, message: string): Promise<TurnJournal> {
+    const turns = await this.store.listTurns(handleId);
     const now = new Date().toISOString();
-    let turn: TurnRecord = {
+    const turn: TurnRecord = {
       schemaVersion: 1,
       id: `t${String(turns.length + 1).padStart(4, '0')}-${newId(6)}`,
-      handleId: handle.id,
+      handleId,
       seq: turns.length + 1,
       message,
       status: 'queued',
@@ -249,90 +328,211 @@ export class AgentSessions {
       error: null,
       tools: [],
       ownerPid: process.pid,
+      ownerStartTime: processStartTime(process.pid),
+      sentAt: null,
       createdAt: now,
       updatedAt: now,
     };
     await this.store.saveTurn(turn);
-    const setStatus = async (status: TurnStatus, patch: Partial<TurnRecord> = {}) => {
-      turn = { ...turn, ...patch, status };
-      await this.store.saveTurn(turn);
-    };
+    return this.journal(turn);
+  }
 
-    let lock;
+  private journal(initial: TurnRecord): TurnJournal {
+    const store = this.store;
+    const journal: TurnJournal = {
+      turn: initial,
+      async set(status: TurnStatus, patch: Partial<TurnRecord> = {}) {
+        journal.turn = { ...journal.turn, ...patch, status };
+        await store.saveTurn(journal.turn);
+      },
+    };
+    return journal;
+  }
+
+  /**
+   * Runs one turn under the handle's lock: deliver it (start or continue) or, for recover,
+   * wait on a turn the CLI already has. The turn record moves through its statuses on the way.
+   */
+  private async executeTurn(handleId: string, journal: TurnJournal, req: ExecOptions, action: TurnAction): Promise<TurnResult> {
+    // Reload under the lock: the previous holder may have changed panes or offsets.
+    let handle = await this.store.loadHandle(handleId);
+    const message = journal.turn.message;
+    const config: SessionConfig = {
+      cwd: handle.config.workingDir.realPath,
+      model: handle.config.model,
+      systemPrompt: handle.config.systemPrompt,
+      mcpConfigPath: handle.config.mcpConfigPath,
+      toolPolicy: handle.config.toolPolicy,
+    };
+    const hooks: EngineHooks = {
+      emit: (event: ProviderEvent, detail?: Record<string, unknown>) => this.event(handle.id, event, journal.turn.id, detail, req.onEvent),
+      onSending: async () => {
+        await journal.set('sending', { ownerPid: process.pid, ownerStartTime: processStartTime(process.pid) });
+        await faultPoint('before-send', req.env);
+      },
+      onSent: () => journal.set(journal.turn.status, { sentAt: new Date().toISOString() }),
+      onRecorded: (turnKey) => journal.set('running', { turnKey }),
+      onHandleChanged: async (provider, change) => {
+        let panes = handle.panes;
+        if (change.archived) panes = archivePane(panes, change.archived.paneId, change.archived.reason);
+        if (change.added) panes = [change.added, ...panes];
+        handle = { ...handle, provider, panes };
+        await this.store.saveHandle(handle);
+      },
+      onProgress: req.onProgress,
+    };
+    const engineOpts: EngineOptions = {
+      tmuxSocket: await tmuxSocketFor(this.store.layout.tmux),
+      paneName: `cal-${handle.id}-${handle.panes.length + 1}`,
+      env: req.env,
+      timeoutMs: (req.timeoutSeconds ?? DEFAULT_TIMEOUT_S) * 1000,
+      hooks,
+    };
+    let outcome: TurnOutcome;
     try {
-      lock = await this.store.locks.acquire(`handle-${handle.id}`, {
-        waitSeconds: req.waitSeconds,
-        onWait: async () => {
-          await setStatus('waiting_for_lock');
-          await this.event(handle.id, 'waiting_for_lock', turn.id, undefined, req.onEvent);
-        },
-      });
+      if (handle.provider.transport === 'api') {
+        outcome = await this.apiTurn(handle, message, req.env, engineOpts.timeoutMs, hooks);
+      } else {
+        const adapter = cliAdapter(handle.provider.provider);
+        const run =
+          action.kind === 'await'
+            ? await awaitRecordedTurn(adapter, handle.provider, config, message, action.sentAt, engineOpts)
+            : action.kind === 'start' || (!handle.provider.nativeSessionId && !handle.provider.tmux)
+              ? await startProvider(adapter, handle.provider, config, message, engineOpts)
+              : await continueProvider(adapter, handle.provider, config, message, engineOpts);
+        outcome = run.outcome;
+      }
     } catch (err) {
       const e = toCalError(err);
-      await setStatus('failed', { error: { kind: e.kind, message: e.message } });
-      throw new CalError(e.kind, e.message, { ...e.details, handle: handle.id, turn: turn.id });
+      // A timeout leaves the turn running: the CLI may still finish it, and recover settles it.
+      const status: TurnStatus = e.kind === 'timeout' ? journal.turn.status : e.kind === 'lost' ? 'lost' : 'failed';
+      if (!terminalStatuses.has(journal.turn.status)) await journal.set(status, { error: { kind: e.kind, message: e.message } });
+      if (e.kind !== 'timeout') await this.event(handle.id, 'failed', journal.turn.id, { kind: e.kind, message: e.message }, req.onEvent);
+      throw new CalError(e.kind, e.message, { ...e.details, handle: handle.id, turn: journal.turn.id });
     }
+    await journal.set(outcome.status, {
+      answer: outcome.answer,
+      turnKey: outcome.turnKey ?? journal.turn.turnKey,
+      tools: outcome.tools,
+      error: outcome.error ? { kind: errorKindFor(outcome.status), message: outcome.error } : null,
+    });
+    await this.event(handle.id, outcome.status, journal.turn.id, { turnKey: outcome.turnKey }, req.onEvent);
+    return { handle, turn: journal.turn };
+  }
 
+  /**
+   * Settles every unfinished turn whose cal process is gone (design §6): from the CLI's transcript
+   * first, so a message the CLI already received is never sent twice; a CLI still working is
+   * waited for; a message never delivered is delivered; a turn whose pane died without an end
+   * record is lost (sent again through continuation with retryLost).
+   */
+  async recover(req: RecoverRequest): Promise<RecoverItem[]> {
+    const items: RecoverItem[] = [];
+    for (const handle of await this.store.listHandles()) {
+      for (const turn of await this.store.listTurns(handle.id)) {
+        if (terminalStatuses.has(turn.status)) continue;
+        if (turn.ownerPid !== null && isProcessAlive(turn.ownerPid, turn.ownerStartTime)) continue;
+        items.push(await this.recoverTurn(handle.id, turn, req));
+      }
+    }
+    return items;
+  }
+
+  private async recoverTurn(handleId: string, stale: TurnRecord, req: RecoverRequest): Promise<RecoverItem> {
+    const item = (action: RecoverAction, turn: TurnRecord, error?: string): RecoverItem => ({
+      handle: handleId,
+      turn: turn.id,
+      message: turn.message,
+      before: stale.status,
+      action,
+      status: turn.status,
+      answer: turn.answer,
+      ...(error ? { error } : {}),
+    });
+    let lock: HeldLock;
     try {
-      // Reload under the lock: the previous holder may have changed panes or offsets.
-      handle = await this.store.loadHandle(handle.id);
-      const config: SessionConfig = {
-        cwd: handle.config.workingDir.realPath,
-        model: handle.config.model,
-        systemPrompt: handle.config.systemPrompt,
-        mcpConfigPath: handle.config.mcpConfigPath,
-        toolPolicy: handle.config.toolPolicy,
-      };
-      const hooks: EngineHooks = {
-        emit: (event: ProviderEvent, detail?: Record<string, unknown>) => this.event(handle.id, event, turn.id, detail, req.onEvent),
-        onSending: () => setStatus('sending'),
-        onRecorded: (turnKey) => setStatus('running', { turnKey }),
-        onHandleChanged: async (provider, change) => {
-          let panes = handle.panes;
-          if (change.archived) panes = archivePane(panes, change.archived.paneId, change.archived.reason);
-          if (change.added) panes = [change.added, ...panes];
-          handle = { ...handle, provider, panes };
-          await this.store.saveHandle(handle);
-        },
-        onProgress: req.onProgress,
-      };
-      const engineOpts = {
-        tmuxSocket: await tmuxSocketFor(this.store.layout.tmux),
-        paneName: `cal-${handle.id}-${handle.panes.length + 1}`,
-        env: req.env,
-        timeoutMs: (req.timeoutSeconds ?? DEFAULT_TIMEOUT_S) * 1000,
-        hooks,
-      };
-      let outcome: TurnOutcome;
+      // Another cal (a live continuation or a second recover) holding the handle owns its turns.
+      lock = await this.store.locks.acquire(handleLockName(handleId));
+    } catch {
+      return item('skipped_busy', stale);
+    }
+    try {
+      const current = (await this.store.listTurns(handleId)).find((t) => t.id === stale.id) ?? stale;
+      if (terminalStatuses.has(current.status) || (current.ownerPid !== null && isProcessAlive(current.ownerPid, current.ownerStartTime))) {
+        return item('skipped_settled', current);
+      }
+      const plan = await this.recoveryPlan(handleId, current, req.env);
+      if (req.dryRun) return item(plan.action, current);
+      const journal = this.journal({ ...current, ownerPid: process.pid, ownerStartTime: processStartTime(process.pid) });
+      await journal.set(current.status);
+      await this.event(handleId, 'recovering', current.id, { action: plan.action }, req.onEvent);
       try {
-        if (handle.provider.transport === 'api') {
-          outcome = await this.apiTurn(handle, message, req.env, engineOpts.timeoutMs, hooks);
-        } else {
-          const adapter = cliAdapter(handle.provider.provider);
-          const run = kind === 'start'
-            ? await startProvider(adapter, handle.provider, config, message, engineOpts)
-            : await continueProvider(adapter, handle.provider, config, message, engineOpts);
-          outcome = run.outcome;
+        switch (plan.action) {
+          case 'settled_from_transcript':
+            await journal.set(plan.status, { answer: plan.answer, error: plan.error ? { kind: errorKindFor(plan.status), message: plan.error } : null, turnKey: plan.turnKey, tools: plan.tools });
+            if (plan.handle) await this.store.saveHandle({ ...(await this.store.loadHandle(handleId)), provider: plan.handle });
+            await this.event(handleId, plan.status, current.id, { turnKey: plan.turnKey, recovered: true }, req.onEvent);
+            break;
+          case 'waited_for_cli':
+            if (plan.handle) await this.store.saveHandle({ ...(await this.store.loadHandle(handleId)), provider: plan.handle });
+            await this.executeTurn(handleId, journal, req, { kind: 'await', sentAt: new Date(current.createdAt) });
+            break;
+          case 'marked_lost':
+            await journal.set('lost', { error: { kind: 'lost', message: 'the pane ended before the turn recorded its end (found by cal recover)' } });
+            await this.event(handleId, 'lost', current.id, { recovered: true }, req.onEvent);
+            if (req.retryLost) {
+              const fresh = await this.newTurn(handleId, current.message);
+              await this.executeTurn(handleId, fresh, req, { kind: 'continue' });
+              return item('retried_lost', fresh.turn);
+            }
+            break;
+          case 'delivered':
+            await this.executeTurn(handleId, journal, req, { kind: plan.start ? 'start' : 'continue' });
+            break;
         }
       } catch (err) {
-        const e = toCalError(err);
-        // A timeout leaves the turn running: the CLI may still finish it, and recover settles it.
-        const status: TurnStatus = e.kind === 'timeout' ? turn.status : e.kind === 'lost' ? 'lost' : 'failed';
-        if (!terminalStatuses.has(turn.status)) await setStatus(status, { error: { kind: e.kind, message: e.message } });
-        if (e.kind !== 'timeout') await this.event(handle.id, 'failed', turn.id, { kind: e.kind, message: e.message }, req.onEvent);
-        throw new CalError(e.kind, e.message, { ...e.details, handle: handle.id, turn: turn.id });
+        return item(plan.action, journal.turn, toCalError(err).message);
       }
-      await setStatus(outcome.status, {
-        answer: outcome.answer,
-        turnKey: outcome.turnKey ?? turn.turnKey,
-        tools: outcome.tools,
-        error: outcome.error ? { kind: errorKindFor(outcome.status), message: outcome.error } : null,
-      });
-      await this.event(handle.id, outcome.status, turn.id, { turnKey: outcome.turnKey }, req.onEvent);
-      return { handle, turn };
+      return item(plan.action, journal.turn);
     } finally {
       await lock.release();
     }
+  }
+
+  /** Decides what recover does with one turn, from the transcript and the pane, changing nothing. */
+  private async recoveryPlan(handleId: string, turn: TurnRecord, env: Record<string, string>): Promise<RecoveryPlan> {
+    const handle = await this.store.loadHandle(handleId);
+    const sentAt = new Date(new Date(turn.createdAt).getTime() - 2000);
+    if (handle.provider.transport === 'api') {
+      const history = handle.provider.transcript ? await readHistory(handle.provider.transcript.path) : [];
+      const index = turn.turnKey?.startsWith('m') ? Number(turn.turnKey.slice(1)) : null;
+      const reply = index !== null ? history[index + 1] : undefined;
+      if (index !== null && history[index]?.content === turn.message && reply?.role === 'assistant') {
+        return { action: 'settled_from_transcript', status: 'completed', answer: reply.content, error: null, turnKey: turn.turnKey, tools: [], handle: null };
+      }
+      return { action: 'delivered', start: false };
+    }
+    const adapter = cliAdapter(handle.provider.provider);
+    const config: SessionConfig = {
+      cwd: handle.config.workingDir.realPath,
+      model: handle.config.model,
+      systemPrompt: handle.config.systemPrompt,
+      mcpConfigPath: handle.config.mcpConfigPath,
+      toolPolicy: handle.config.toolPolicy,
+    };
+    const mayHaveBeenSent = turn.status === 'sending' || turn.status === 'running';
+    if (mayHaveBeenSent && (handle.provider.transcript || handle.provider.tmux)) {
+      const seen = await observeRecordedTurn(adapter, handle.provider, config, turn.message, sentAt, env);
+      const obs = seen.observation;
+      const rebound = seen.handle !== handle.provider ? seen.handle : null;
+      if (obs.phase === 'ended') {
+        return { action: 'settled_from_transcript', status: obs.status, answer: obs.answer, error: obs.error, turnKey: obs.turnKey, tools: seen.tools, handle: seen.handle };
+      }
+      if (obs.phase === 'running') return seen.paneAlive ? { action: 'waited_for_cli', handle: rebound } : { action: 'marked_lost' };
+      // Not in the transcript. A message that left cal may still be on its way into a live pane.
+      if (seen.paneAlive && turn.sentAt) return { action: 'waited_for_cli', handle: rebound };
+    }
+    return { action: 'delivered', start: !handle.provider.nativeSessionId && !handle.provider.transcript };
   }
 
   /**
@@ -346,7 +546,9 @@ export class AgentSessions {
     const file = handle.provider.transcript.path;
     const history = await readHistory(file);
     await hooks.onSending();
-    await hooks.onRecorded(null);
+    // The key is the index the user message takes in the history: recover uses it to tell a
+    // finished exchange from one that never reached the API.
+    await hooks.onRecorded(`m${history.length}`);
     await hooks.emit('running', {});
     const reply = await api.send({
       model: handle.config.model ?? api.defaultModel,
@@ -359,7 +561,7 @@ export class AgentSessions {
     const messages = [...history, { role: 'user' as const, content: message }, { role: 'assistant' as const, content: reply.text }];
     await writeHistory(file, messages);
     await hooks.onHandleChanged({ ...handle.provider, status: 'idle', transcript: { path: file, offset: messages.length } }, {});
-    return { status: 'completed', answer: reply.text, error: null, turnKey: `m${messages.length - 1}`, tools: [] };
+    return { status: 'completed', answer: reply.text, error: null, turnKey: `m${history.length}`, tools: [] };
   }
 
   private async event(handle: string, event: string, turn?: string, detail?: Record<string, unknown>, sink?: (e: EventRecord) => void): Promise<void> {

@@ -21,6 +21,10 @@ export const TurnRecord = z.object({
   tools: z.array(ToolActivity).default([]),
   /** The CLI process that owns the turn (for recover): pid of cal when sending. */
   ownerPid: z.number().nullable().default(null),
+  /** Kernel start time of ownerPid, so a reused pid is not taken for the owner. */
+  ownerStartTime: z.string().nullable().default(null),
+  /** When the message left cal (pasted or handed to a launch); null while it may not have. */
+  sentAt: z.string().nullable().default(null),
   createdAt: z.string(),
   updatedAt: z.string(),
 });

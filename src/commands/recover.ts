@@ -1,0 +1,57 @@
+import { exitCodes } from '../errors.js';
+import { AgentSessions, type RecoverItem } from '../sessions/agent-sessions.js';
+import { StateStore } from '../state/store.js';
+import { eventPrinter, passThroughEnv, renderError, type GlobalOptions } from './common.js';
+
+export interface RecoverOptions {
+  dryRun?: boolean;
+  retryLost?: boolean;
+  json?: boolean;
+  events?: boolean;
+}
+
+/**
+ * `cal recover`: settles every unfinished turn whose cal died. Exit 0 when every turn it touched
+ * ended completed (or was left to a live owner); otherwise the exit code of the first other end.
+ */
+export async function runRecover(opts: RecoverOptions, global: GlobalOptions): Promise<number> {
+  try {
+    const store = await StateStore.open(global.stateDir);
+    const items = await new AgentSessions(store).recover({
+      dryRun: opts.dryRun,
+      retryLost: opts.retryLost,
+      env: passThroughEnv(),
+      onEvent: eventPrinter(opts),
+    });
+    if (opts.json) process.stdout.write(JSON.stringify({ dryRun: Boolean(opts.dryRun), turns: items }) + '\n');
+    else {
+      if (items.length === 0) process.stderr.write('cal: nothing to recover\n');
+      for (const i of items) {
+        process.stdout.write(`${i.handle}\t${i.turn}\t${i.before} -> ${i.action} -> ${i.status}${i.answer ? `\t${i.answer.split('\n')[0]}` : ''}${i.error ? `\t[${i.error}]` : ''}\n`);
+      }
+    }
+    if (opts.dryRun) return 0;
+    return exitFor(items);
+  } catch (err) {
+    return renderError(err, opts);
+  }
+}
+
+function exitFor(items: RecoverItem[]): number {
+  for (const i of items) {
+    if (i.action === 'skipped_busy' || i.action === 'skipped_settled') continue;
+    switch (i.status) {
+      case 'completed':
+        continue;
+      case 'failed':
+        return exitCodes.turn_failed;
+      case 'interrupted':
+        return exitCodes.interrupted;
+      case 'lost':
+        return exitCodes.lost;
+      default:
+        return exitCodes.timeout;
+    }
+  }
+  return 0;
+}

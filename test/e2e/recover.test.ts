@@ -1,0 +1,156 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startModelServer, type ModelServer } from '../../src/model/server.js';
+import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir, type CalRun } from '../support/cal.js';
+import { claudeTestEnv, makeWorkDir } from '../support/claude-home.js';
+import { calBin } from '../support/clis.js';
+
+/**
+ * Issue 6 acceptance (turns): cal killed with SIGKILL at each point of a turn, then
+ * `cal recover` settles the turn from the transcript first; the model sees each message once.
+ */
+describe('durable turns and cal recover', () => {
+  let server: ModelServer;
+  let root: string;
+  let state: string;
+  let env: Record<string, string>;
+
+  const cal = (args: string[], extraEnv: Record<string, string> = {}): Promise<CalRun> => runCal(['--state-dir', state, ...args], { env: { ...env, ...extraEnv } });
+  const timesSeen = (message: string) => server.turnRequests().filter((r) => r.lastUserMessage?.includes(message)).length;
+
+  function spawnCal(args: string[], extraEnv: Record<string, string> = {}): { child: ChildProcess; stderr: () => string } {
+    let stderr = '';
+    const child = spawn(process.execPath, [calBin, '--state-dir', state, ...args], { env: { ...env, ...extraEnv }, stdio: ['ignore', 'ignore', 'pipe'] });
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    return { child, stderr: () => stderr };
+  }
+
+  async function kill9(child: ChildProcess): Promise<void> {
+    child.kill('SIGKILL');
+    if (child.exitCode === null && child.signalCode === null) await new Promise((r) => child.on('exit', r));
+  }
+
+  async function until(check: () => Promise<boolean> | boolean, what: string): Promise<void> {
+    for (let i = 0; i < 300; i++) {
+      if (await check()) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`timed out waiting for ${what}`);
+  }
+
+  async function lastTurn(h: string): Promise<any> {
+    const dir = path.join(state, 'turns', h);
+    const files = (await fs.readdir(dir).catch(() => [])).sort();
+    if (!files.length) return null;
+    return JSON.parse(await fs.readFile(path.join(dir, files.at(-1)!), 'utf8').catch(() => 'null'));
+  }
+
+  async function startSession(codeword: string): Promise<string> {
+    const work = await makeWorkDir(root, `w-${codeword}`);
+    const run = await cal(['start', '--provider', 'claude-code', '--cwd', work, `Remember the codeword ${codeword}.`]);
+    expect(run.code, run.stderr).toBe(0);
+    return handleFromStderr(run.stderr)!;
+  }
+
+  beforeAll(async () => {
+    server = await startModelServer({});
+    root = await scratchDir('recover');
+    state = path.join(root, 'state');
+    env = await claudeTestEnv(root, server.url, baseEnv({}));
+  });
+
+  afterAll(async () => {
+    await killStateTmux(state);
+    await server.close();
+  });
+
+  it('killed before the paste: recover delivers the message once', async () => {
+    const h = await startSession('ALPHA');
+    const message = 'What was the codeword? (killed before send)';
+    const run = spawnCal(['continue', h, message], { CAL_FAULT: 'before-send' });
+    await until(() => run.stderr().includes('paused at fault point before-send'), 'the fault point');
+    await kill9(run.child);
+    expect((await lastTurn(h)).status).toBe('sending');
+
+    const rec = await cal(['recover', '--json']);
+    expect(rec.code, rec.stdout + rec.stderr).toBe(0);
+    const item = rec.json.turns.find((t: any) => t.handle === h);
+    expect(item).toMatchObject({ before: 'sending', action: 'delivered', status: 'completed', answer: 'The codeword was ALPHA.' });
+    expect(timesSeen(message)).toBe(1);
+  });
+
+  it('killed after the paste, before the end of the turn: recover waits for the CLI, sends nothing', async () => {
+    const h = await startSession('BRAVO');
+    const message = 'What was the codeword? [[cal:delay=2500]]';
+    const run = spawnCal(['continue', h, message]);
+    await until(async () => (await lastTurn(h))?.status === 'running', 'the turn to run');
+    await kill9(run.child);
+
+    const dry = await cal(['recover', '--dry-run', '--json']);
+    expect(dry.json.turns.find((t: any) => t.handle === h)).toMatchObject({ action: 'waited_for_cli', status: 'running' });
+    const rec = await cal(['recover', '--json']);
+    expect(rec.code, rec.stdout + rec.stderr).toBe(0);
+    expect(rec.json.turns.find((t: any) => t.handle === h)).toMatchObject({ before: 'running', action: 'waited_for_cli', status: 'completed', answer: 'The codeword was BRAVO.' });
+    expect(timesSeen('What was the codeword? [[cal:delay=2500]]')).toBe(1);
+    // Already settled: a second recover finds nothing to do.
+    const again = await cal(['recover', '--json']);
+    expect(again.json.turns.filter((t: any) => t.handle === h)).toEqual([]);
+  });
+
+  it('a turn the transcript shows completed is settled from it, with its answer', async () => {
+    const h = await startSession('CHARLIE');
+    const message = 'What was the codeword? [[cal:delay=800]]';
+    const run = spawnCal(['continue', h, message]);
+    await until(async () => (await lastTurn(h))?.status === 'running', 'the turn to run');
+    await kill9(run.child);
+    await new Promise((r) => setTimeout(r, 2500)); // the CLI finishes the turn on its own
+    const rec = await cal(['recover', '--json']);
+    expect(rec.json.turns.find((t: any) => t.handle === h)).toMatchObject({ action: 'settled_from_transcript', status: 'completed', answer: 'The codeword was CHARLIE.' });
+    expect(timesSeen(message)).toBe(1);
+    // The stored offset moved past that turn: the next continue reports only its own turn.
+    const next = await cal(['continue', h, 'Say the codeword once more.']);
+    expect(next.code).toBe(0);
+  });
+
+  it('killed while waiting for the lock: recover delivers the message once the lock frees', async () => {
+    const h = await startSession('DELTA');
+    const holder = cal(['continue', h, 'Slow holder [[cal:delay=2500]]']);
+    await until(async () => (await lastTurn(h))?.status === 'running', 'the holder to run');
+    const message = 'What was the codeword? (killed while waiting)';
+    const waiter = spawnCal(['continue', h, '--wait', message]);
+    await until(async () => (await lastTurn(h))?.status === 'waiting_for_lock', 'the waiter to wait');
+    await kill9(waiter.child);
+    expect((await holder).code).toBe(0);
+    const rec = await cal(['recover', '--json']);
+    expect(rec.json.turns.find((t: any) => t.handle === h)).toMatchObject({ before: 'waiting_for_lock', action: 'delivered', status: 'completed', answer: 'The codeword was DELTA.' });
+    expect(timesSeen(message)).toBe(1);
+  });
+
+  it('a start killed before its launch is delivered by recover as a fresh session', async () => {
+    const work = await makeWorkDir(root, 'w-echo');
+    const run = spawnCal(['start', '--provider', 'claude-code', '--cwd', work, 'Remember the codeword ECHO.'], { CAL_FAULT: 'before-send' });
+    await until(() => run.stderr().includes('paused at fault point'), 'the fault point');
+    await kill9(run.child);
+    const rec = await cal(['recover', '--json']);
+    const item = rec.json.turns.find((t: any) => t.message === 'Remember the codeword ECHO.');
+    expect(item).toMatchObject({ action: 'delivered', status: 'completed' });
+    const recall = await cal(['continue', item.handle, 'What was the codeword?']);
+    expect(recall.stdout.trim()).toBe('The codeword was ECHO.');
+  });
+
+  it('two concurrent recovers never deliver the same message twice', async () => {
+    const h = await startSession('FOXTROT');
+    const message = 'What was the codeword? (two recovers)';
+    const run = spawnCal(['continue', h, message], { CAL_FAULT: 'before-send' });
+    await until(() => run.stderr().includes('paused at fault point'), 'the fault point');
+    await kill9(run.child);
+    const [a, b] = await Promise.all([cal(['recover', '--json']), cal(['recover', '--json'])]);
+    const actions = [a, b].flatMap((r) => r.json.turns.filter((t: any) => t.handle === h).map((t: any) => t.action)).sort();
+    expect(actions).toContain('delivered');
+    expect(actions.filter((x) => x === 'delivered')).toHaveLength(1);
+    expect(timesSeen(message)).toBe(1);
+    expect((await lastTurn(h)).status).toBe('completed');
+  });
+});
