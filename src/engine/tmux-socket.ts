@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { lstatSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { CalError } from '../errors.js';
 import { ensurePrivateDir } from '../util/private-dir.js';
 
 /** Unix socket paths are limited to 107 bytes; a deep state directory gets a short alias. */
@@ -12,12 +13,24 @@ export async function tmuxSocketFor(transportDir: string): Promise<string> {
   const direct = path.join(transportDir, 'tmux.sock');
   if (Buffer.byteLength(direct) <= MAX_SOCKET_PATH) {
     await ensurePrivateDir(transportDir);
-    return direct;
+    return refuseNonSocket(direct);
   }
   const uid = typeof process.getuid === 'function' ? process.getuid() : 0;
   const base = path.join(os.tmpdir(), `cal-${uid}`);
   mkdirSync(base, { recursive: true, mode: 0o700 });
   await ensurePrivateDir(base);
   const digest = createHash('sha256').update(transportDir).digest('hex').slice(0, 16);
-  return path.join(base, `${digest}.sock`);
+  return refuseNonSocket(path.join(base, `${digest}.sock`));
+}
+
+/** Something other than a socket at the socket path (a planted symlink to another server) is refused. */
+function refuseNonSocket(socket: string): string {
+  let st;
+  try {
+    st = lstatSync(socket);
+  } catch {
+    return socket;
+  }
+  if (!st.isSocket()) throw new CalError('usage', `${socket} is not a socket (a symlink?): refusing to use it`);
+  return socket;
 }

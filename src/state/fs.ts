@@ -15,7 +15,11 @@ export async function writeJsonAtomic(file: string, value: unknown): Promise<voi
 
 /** Appends one line to a JSONL log (0600), never through a symlink. */
 export async function appendJsonLine(file: string, value: unknown): Promise<void> {
-  const handle = await fs.open(file, fsConstants.O_WRONLY | fsConstants.O_APPEND | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW, 0o600);
+  const handle = await fs
+    .open(file, fsConstants.O_WRONLY | fsConstants.O_APPEND | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW, 0o600)
+    .catch((err: NodeJS.ErrnoException) => {
+      throw err.code === 'ELOOP' ? symlinkError(file) : err;
+    });
   try {
     await handle.write(JSON.stringify(value) + '\n');
   } finally {
@@ -23,10 +27,15 @@ export async function appendJsonLine(file: string, value: unknown): Promise<void
   }
 }
 
-async function refuseSymlink(file: string): Promise<void> {
+function symlinkError(file: string): CalError {
+  return new CalError('invalid_handle', `${path.basename(file)} in the state directory is a symlink: refusing to follow it`);
+}
+
+/** Throws invalid_handle when `file` (a file or a folder) is a symlink; a missing one is fine. */
+export async function refuseSymlink(file: string): Promise<void> {
   try {
     const st = await fs.lstat(file);
-    if (st.isSymbolicLink()) throw new CalError('invalid_handle', `${path.basename(file)} in the state directory is a symlink: refusing to follow it`);
+    if (st.isSymbolicLink()) throw symlinkError(file);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
@@ -67,9 +76,15 @@ export async function readJsonFile<S extends z.ZodType>(file: string, schema: S)
 export async function readJsonLines(file: string): Promise<unknown[]> {
   let text: string;
   try {
-    text = await fs.readFile(file, 'utf8');
+    const handle = await fs.open(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
+    try {
+      text = await handle.readFile('utf8');
+    } finally {
+      await handle.close();
+    }
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    if ((err as NodeJS.ErrnoException).code === 'ELOOP') throw symlinkError(file);
     throw err;
   }
   const out: unknown[] = [];

@@ -4,7 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { CalError } from '../errors.js';
-import { readJsonFile } from './fs.js';
+import { ensurePrivateDir, readJsonFile } from './fs.js';
 
 /**
  * Cross-process lock owned by a live process. proper-lockfile only reclaims a lock after a
@@ -84,7 +84,7 @@ export class LockDirectory {
 
   private async acquireInOrder(name: string, me: LockOwner, opts: AcquireOptions): Promise<HeldLock> {
     const queue = this.queueDir(name);
-    await fs.mkdir(queue, { recursive: true, mode: 0o700 });
+    await ensurePrivateDir(queue);
     // hrtime-based ticket names sort in arrival order within one machine.
     const ticket = `${process.hrtime.bigint().toString().padStart(24, '0')}-${me.pid}-${me.token}`;
     const ticketPath = path.join(queue, ticket);

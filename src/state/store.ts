@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { CalError } from '../errors.js';
 import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleId, HandleName, VersionProbe } from '../handles/schema.js';
-import { appendJsonLine, ensurePrivateDir, readJsonFile, readJsonLines, writeJsonAtomic } from './fs.js';
+import { appendJsonLine, ensurePrivateDir, readJsonFile, readJsonLines, refuseSymlink, writeJsonAtomic } from './fs.js';
 import { LockDirectory } from './lock.js';
 import { resolveStateDir, stateLayout, type StateLayout } from './paths.js';
 import { TurnRecord } from './turns.js';
@@ -75,12 +75,19 @@ export class StateStore {
     parseHandleRef(ref);
     if (HandleId.safeParse(ref).success) {
       const byId = await this.readHandleFile(ref);
-      if (byId) return byId;
+      if (byId) return this.refusePlantedLinks(byId);
     }
     for (const handle of await this.listHandles()) {
-      if (handle.name === ref) return handle;
+      if (handle.name === ref) return this.refusePlantedLinks(handle);
     }
     throw new CalError('not_found', `no handle ${ref} in ${this.layout.root}; list them with: cal inspect`, { handle: ref });
+  }
+
+  /** A handle whose event log or turn folder is a symlink is refused before anything is sent. */
+  private async refusePlantedLinks(handle: AgentSessionHandle): Promise<AgentSessionHandle> {
+    await refuseSymlink(this.eventsFile(handle.id));
+    await refuseSymlink(this.turnsDir(handle.id));
+    return handle;
   }
 
   private async readHandleFile(id: string): Promise<AgentSessionHandle | null> {
@@ -132,6 +139,7 @@ export class StateStore {
 
   async listTurns(handleId: string): Promise<TurnRecord[]> {
     const dir = this.turnsDir(handleId);
+    await refuseSymlink(dir);
     let entries: string[];
     try {
       entries = await fs.readdir(dir);
