@@ -167,6 +167,33 @@ describe('Codex in tmux, end to end', () => {
     expect(view.turns.at(-1).tools[0]).toMatchObject({ kind: 'mcp', server: 'probe', name: 'echo' });
   });
 
+  it('a 5 KB multi-line message with quotes, $(...), backticks, tabs and non-ASCII reaches Codex intact, pasted and in argv', async () => {
+    const line = (i: number) => `line ${i}: "double" 'single' $(touch /tmp/cal-codex-pwned-${i}) \`uname\` \ttab ünïcødé ✓ 日本語 $HOME \\n`;
+    let body = '';
+    for (let i = 0; body.length < 5000; i++) body += line(i) + '\n';
+    body = body.trimEnd();
+    const userTexts = async () => {
+      const view = await inspect();
+      return (await readRollout(view.provider.transcript.path))
+        .filter((r) => r.type === 'event_msg' && r.payload.type === 'item_completed' && r.payload.item.type === 'UserMessage')
+        .map((r) => r.payload.item.content.map((c: { text?: string }) => c.text ?? '').join(''));
+    };
+    // Pasted into the live pane.
+    const pasted = `[[cal:echo]] pasted\n${body}`;
+    const run = await runCal(['--state-dir', s.state, 'continue', handle, '--json', ...TIMEOUT, '-'], { env: s.env, input: pasted });
+    expect(run.code).toBe(0);
+    expect((await userTexts()).at(-1)).toBe(pasted);
+    expect(run.json.turn.answer).toBe(`pasted\n${body}`);
+    // In the argv of a resume launch.
+    expect((await cal(['kill-tmux', handle])).code).toBe(0);
+    const launched = `[[cal:echo]] launched\n${body}`;
+    const resumed = await runCal(['--state-dir', s.state, 'continue', handle, '--json', ...TIMEOUT, '-'], { env: s.env, input: launched });
+    expect(resumed.code).toBe(0);
+    expect((await userTexts()).at(-1)).toBe(launched);
+    expect(resumed.json.turn.answer).toBe(`launched\n${body}`);
+    expect(existsSync('/tmp/cal-codex-pwned-0')).toBe(false);
+  });
+
   it('a scripted HTTP 500 is turn_failed (10) with Codex text and no answer; the session goes on', async () => {
     const run = await cal(['continue', handle, '--json', ...TIMEOUT, 'This one fails [[cal:http=500]]']);
     expect(run.code).toBe(10);
@@ -374,5 +401,39 @@ describe('Codex through a symlinked working directory', () => {
     expect(refused.json.error.kind).toBe('resume_unavailable');
     expect(refused.json.error.message).toMatch(/Error: Failed to resume session/);
     expect(refused.json.error.message).not.toMatch(/<unknown>/);
+  });
+});
+
+describe('Codex sessions started at the same time', () => {
+  let server: ModelServer;
+  let s: Suite;
+
+  beforeAll(async () => {
+    server = await startModelServer({});
+    s = await suite('codex-concurrent', server);
+  });
+
+  afterAll(async () => {
+    if (s) await killStateTmux(s.state);
+    await server?.close();
+  });
+
+  it('three starts with the same first message in the same folder each bind their own rollout', async () => {
+    const work = await freshGitRepo(path.join(s.root, 'repo'));
+    const cal = (args: string[]) => runCal(['--state-dir', s.state, ...args], { env: s.env });
+    const runs = await Promise.all([1, 2, 3].map(() => cal(['start', '--provider', 'codex', '--cwd', work, '--json', ...TIMEOUT, 'Remember the codeword TWIN.'])));
+    for (const run of runs) expect(run.json?.turn?.status, run.stdout + run.stderr).toBe('completed');
+    const views = await Promise.all(runs.map(async (run) => (await cal(['inspect', run.json.handle, '--json'])).json));
+    const ids = views.map((v) => v.provider.nativeSessionId);
+    expect(new Set(ids).size).toBe(3);
+    const rollouts = await listRollouts(s.codexHome);
+    expect(rollouts).toHaveLength(3);
+    expect(new Set(views.map((v) => v.provider.transcript.path))).toEqual(new Set(rollouts));
+    // Each pane's own process holds the rollout its handle was bound to.
+    for (const view of views) {
+      const pid = (await execa('tmux', ['-S', view.provider.tmux.socket, 'display-message', '-p', '-t', view.provider.tmux.paneId, '#{pane_pid}'])).stdout.trim();
+      const held = await Promise.all((await fs.readdir(`/proc/${pid}/fd`)).map((fd) => fs.readlink(`/proc/${pid}/fd/${fd}`).catch(() => '')));
+      expect(held).toContain(view.provider.transcript.path);
+    }
   });
 });

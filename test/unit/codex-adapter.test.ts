@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nativeCodexBinary, wrapperEnv } from '../../src/adapters/codex/binary.js';
 import { mcpOverrides, tomlString, trustOverride } from '../../src/adapters/codex/config.js';
 import { codexAdapter, LAUNCH_TAG_ENV } from '../../src/adapters/codex/index.js';
-import { dayFolders, findRolloutsForFirstMessage } from '../../src/adapters/codex/sessions.js';
+import { dayFolders, fileKey, findRolloutsForFirstMessage, pickRollout } from '../../src/adapters/codex/sessions.js';
 import type { SessionConfig } from '../../src/adapters/types.js';
 import { cliBin, pinnedCli, repoRoot } from '../support/clis.js';
 
@@ -130,5 +130,33 @@ describe('Codex rollout binding', () => {
     const folders = dayFolders('/h', new Date('2026-11-30T23:30:00Z'), new Date('2026-11-30T23:31:00Z'));
     expect(folders).toContain(path.join('/h', 'sessions', '2026', '11', '30'));
     expect(folders).toContain(path.join('/h', 'sessions', '2026', '12', '01'));
+  });
+});
+
+describe('Codex rollout choice among launches', () => {
+  let files: string[];
+  beforeAll(async () => {
+    const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'cal-codex-pick-')));
+    files = ['a', 'b', 'c'].map((n) => path.join(dir, `rollout-2026-11-30T00-00-00-01a22a70-0000-7000-8000-00000000000${n === 'a' ? 1 : n === 'b' ? 2 : 3}.jsonl`));
+    for (const f of files) await fs.writeFile(f, '');
+  });
+  const cands = () => files.map((f, i) => ({ path: f, sessionId: String(i) }));
+  const holders = (pairs: [number, string][]) => new Map(pairs.map(([i, tag]) => [fileKey(files[i]!)!, tag]));
+
+  it('with our process visible, only the rollout it holds is ours (never a lone other one)', () => {
+    const scan = { tags: new Set(['mine', 'other']), holders: holders([[0, 'other']]) };
+    expect(pickRollout([cands()[0]!], scan, 'mine')).toEqual({ pick: null, ambiguous: false });
+    const later = { tags: new Set(['mine', 'other']), holders: holders([[0, 'other'], [1, 'mine']]) };
+    expect(pickRollout(cands().slice(0, 2), later, 'mine')).toEqual({ pick: cands()[1], ambiguous: false });
+  });
+
+  it('without /proc, a lone candidate binds and several are ambiguous', () => {
+    expect(pickRollout([cands()[2]!], null, 'mine')).toEqual({ pick: cands()[2], ambiguous: false });
+    expect(pickRollout(cands(), null, 'mine')).toEqual({ pick: null, ambiguous: true });
+  });
+
+  it('our process not visible: rollouts held by other launches are not ours', () => {
+    const scan = { tags: new Set(['other']), holders: holders([[0, 'other'], [1, 'other']]) };
+    expect(pickRollout(cands(), scan, 'gone')).toEqual({ pick: cands()[2], ambiguous: false });
   });
 });

@@ -8,7 +8,7 @@ import { commonOverrides } from './config.js';
 import { runExecTurn } from './exec.js';
 import { scriptedCodexEnv } from './home.js';
 import { CodexTurnObserver } from './rollout.js';
-import { codexHome, findRolloutsForFirstMessage, rolloutHeldByLaunch } from './sessions.js';
+import { codexHome, findRolloutsForFirstMessage, pickRollout, scanLaunches } from './sessions.js';
 
 /**
  * OpenAI Codex CLI (measured on 0.169.0; research: codex-cli.md).
@@ -78,15 +78,14 @@ export const codexAdapter: CliAdapter = {
   async bindTranscript(req: BindRequest): Promise<TranscriptBinding | null> {
     const found = await findRolloutsForFirstMessage(codexHome(req.env), req.config.cwd, req.message, req.sentAt);
     if (found.length === 0) return null;
-    if (found.length === 1) return found[0] as TranscriptBinding;
-    if (req.sessionId) {
-      const mine = await rolloutHeldByLaunch(found, LAUNCH_TAG_ENV, req.sessionId);
-      if (mine) return mine;
+    const { pick, ambiguous } = pickRollout(found, await scanLaunches(LAUNCH_TAG_ENV), req.sessionId);
+    if (ambiguous) {
+      throw new CalError(
+        'non_continuable',
+        `${found.length} Codex sessions began with this same message in ${req.config.cwd} at the same time and cal cannot tell which one is its own: ${found.map((f) => f.sessionId).join(', ')}`,
+      );
     }
-    throw new CalError(
-      'non_continuable',
-      `${found.length} Codex sessions began with this same message in ${req.config.cwd} at the same time and cal cannot tell which one is its own: ${found.map((f) => f.sessionId).join(', ')}`,
-    );
+    return pick;
   },
 
   observeTurn(message: string) {

@@ -138,18 +138,38 @@ export async function findRolloutById(home: string, sessionId: string, near: Dat
   return walk(root, 0);
 }
 
+/** What the running processes launched by cal hold open, from Linux /proc. */
+export interface LaunchScan {
+  /** Launch tags of the live processes that carry one. */
+  tags: Set<string>;
+  /** Rollout file (device:inode) → the launch tag of the process holding it open. */
+  holders: Map<string, string>;
+}
+
+export function fileKey(file: string): string | null {
+  try {
+    const st = statSync(file);
+    return `${st.dev}:${st.ino}`;
+  } catch {
+    return null;
+  }
+}
+
 /**
- * Which of several candidate rollouts belongs to the process cal launched: the one a process
- * holds open whose environment carries our launch tag (Linux /proc; null when unknown).
+ * Scans the processes that carry a launch tag (`<tagName>=<tag>` in their environment) and the
+ * rollout files they hold open (Codex keeps its rollout open while the session lives). Null
+ * where /proc cannot tell (not Linux, or a /proc that hides other processes' details).
  */
-export async function rolloutHeldByLaunch(candidates: RolloutCandidate[], tagName: string, tag: string): Promise<RolloutCandidate | null> {
+export async function scanLaunches(tagName: string): Promise<LaunchScan | null> {
   let pids: string[];
   try {
+    await fs.access('/proc/self/environ');
     pids = (await fs.readdir('/proc')).filter((p) => /^\d+$/.test(p));
   } catch {
     return null;
   }
-  const wanted = `${tagName}=${tag}`;
+  const prefix = `${tagName}=`;
+  const scan: LaunchScan = { tags: new Set(), holders: new Map() };
   for (const pid of pids) {
     let environ: string;
     try {
@@ -157,7 +177,10 @@ export async function rolloutHeldByLaunch(candidates: RolloutCandidate[], tagNam
     } catch {
       continue;
     }
-    if (!environ.split('\0').includes(wanted)) continue;
+    const entry = environ.split('\0').find((e) => e.startsWith(prefix));
+    if (!entry) continue;
+    const tag = entry.slice(prefix.length);
+    scan.tags.add(tag);
     let fds: string[];
     try {
       fds = await fs.readdir(`/proc/${pid}/fd`);
@@ -171,19 +194,34 @@ export async function rolloutHeldByLaunch(candidates: RolloutCandidate[], tagNam
       } catch {
         continue;
       }
-      const hit = candidates.find((c) => c.path === target || sameFile(c.path, target));
-      if (hit) return hit;
+      if (!ROLLOUT_NAME.test(path.basename(target))) continue;
+      const key = fileKey(target);
+      if (key) scan.holders.set(key, tag);
     }
   }
-  return null;
+  return scan;
 }
 
-function sameFile(a: string, b: string): boolean {
-  try {
-    const sa = statSync(a);
-    const sb = statSync(b);
-    return sa.dev === sb.dev && sa.ino === sb.ino;
-  } catch {
-    return false;
+/**
+ * Picks our rollout among those written for the same first message. When the process cal
+ * launched is visible, only the rollout it holds open is ours (a lone candidate may be another
+ * launch's that happened to be written first). Otherwise a lone candidate that no other launch
+ * holds is ours, and several are an ambiguity the caller must report.
+ */
+export function pickRollout(
+  candidates: RolloutCandidate[],
+  scan: LaunchScan | null,
+  tag: string | null,
+): { pick: RolloutCandidate | null; ambiguous: boolean } {
+  const holder = (c: RolloutCandidate) => {
+    const key = fileKey(c.path);
+    return key && scan ? scan.holders.get(key) : undefined;
+  };
+  if (scan && tag && scan.tags.has(tag)) {
+    const mine = candidates.filter((c) => holder(c) === tag);
+    return { pick: mine.length === 1 ? (mine[0] as RolloutCandidate) : null, ambiguous: false };
   }
+  const unclaimed = candidates.filter((c) => holder(c) === undefined);
+  if (unclaimed.length === 1) return { pick: unclaimed[0] as RolloutCandidate, ambiguous: false };
+  return { pick: null, ambiguous: unclaimed.length > 1 };
 }
