@@ -95,6 +95,28 @@ export function buildProgram(setExit: (code: number) => void): Command {
     });
 
   program
+    .command('run')
+    .description('run a durable plan: ordered phases (messages or commands) on one session')
+    .argument('<plan>', 'plan file (YAML or JSON, see docs/plans.md)')
+    .option('--events', 'stream lifecycle and workflow events as NDJSON on stderr')
+    .option('--json', 'print one JSON object on stdout')
+    .action(async (plan: string, opts) => {
+      const { runPlanCommand } = await import('./commands/run.js');
+      setExit(await runPlanCommand(plan, opts, global()));
+    });
+
+  program
+    .command('lock')
+    .description('run a command while holding a named lock (the locks plan phases take)')
+    .argument('<name>', 'lock name')
+    .argument('<command...>', 'the command, after --')
+    .option('--wait [seconds]', 'wait for the lock, forever or --wait=S seconds (default: fail with busy)')
+    .action(async (name: string, command: string[], opts) => {
+      const { runLock } = await import('./commands/lock.js');
+      setExit(await runLock(name, command, opts, global()));
+    });
+
+  program
     .command('recover')
     .description('settle every unfinished turn and phase whose cal process died, from the CLI transcript first')
     .option('--dry-run', 'say what would be done, change nothing')

@@ -1,6 +1,7 @@
 import { exitCodes } from '../errors.js';
 import { AgentSessions, type RecoverItem } from '../sessions/agent-sessions.js';
 import { StateStore } from '../state/store.js';
+import { recoverRuns } from '../workflow/runner.js';
 import { eventPrinter, passThroughEnv, renderError, type GlobalOptions } from './common.js';
 
 export interface RecoverOptions {
@@ -17,21 +18,23 @@ export interface RecoverOptions {
 export async function runRecover(opts: RecoverOptions, global: GlobalOptions): Promise<number> {
   try {
     const store = await StateStore.open(global.stateDir);
-    const items = await new AgentSessions(store).recover({
-      dryRun: opts.dryRun,
-      retryLost: opts.retryLost,
-      env: passThroughEnv(),
-      onEvent: eventPrinter(opts),
-    });
-    if (opts.json) process.stdout.write(JSON.stringify({ dryRun: Boolean(opts.dryRun), turns: items }) + '\n');
+    const sessions = new AgentSessions(store);
+    const env = passThroughEnv();
+    // Turns first (from the transcripts), then the runs they belong to, from the phase they reached.
+    const items = await sessions.recover({ dryRun: opts.dryRun, retryLost: opts.retryLost, env, onEvent: eventPrinter(opts) });
+    const runs = await recoverRuns(store, sessions, { env, dryRun: opts.dryRun, onEvent: eventPrinter(opts) });
+    if (opts.json) process.stdout.write(JSON.stringify({ dryRun: Boolean(opts.dryRun), turns: items, runs }) + '\n');
     else {
-      if (items.length === 0) process.stderr.write('cal: nothing to recover\n');
+      for (const r of runs) process.stdout.write(`run ${r.run}\t${r.status}${r.skipped ? `\t[${r.skipped}]` : ''}\n`);
+      if (items.length === 0 && runs.length === 0) process.stderr.write('cal: nothing to recover\n');
       for (const i of items) {
         process.stdout.write(`${i.handle}\t${i.turn}\t${i.before} -> ${i.action} -> ${i.status}${i.answer ? `\t${i.answer.split('\n')[0]}` : ''}${i.error ? `\t[${i.error}]` : ''}\n`);
       }
     }
     if (opts.dryRun) return 0;
-    return exitFor(items);
+    const turnsExit = exitFor(items);
+    if (turnsExit !== 0) return turnsExit;
+    return runs.some((r) => r.status === 'failed') ? exitCodes.turn_failed : 0;
   } catch (err) {
     return renderError(err, opts);
   }

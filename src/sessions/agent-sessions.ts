@@ -41,6 +41,10 @@ export interface StartRequest {
   env: Record<string, string>;
   onEvent?: (event: EventRecord) => void;
   onProgress?: (observer: TurnObserver) => void;
+  /** Tags the turn record, so durable work can find its turn again after a crash. */
+  correlationId?: string;
+  /** Called once the handle is saved, before anything is sent. */
+  onHandle?: (handle: AgentSessionHandle) => Promise<void>;
 }
 
 export interface ContinueRequest {
@@ -56,6 +60,7 @@ export interface ContinueRequest {
   env: Record<string, string>;
   onEvent?: (event: EventRecord) => void;
   onProgress?: (observer: TurnObserver) => void;
+  correlationId?: string;
 }
 
 export interface TurnResult {
@@ -204,6 +209,7 @@ export class AgentSessions {
       updatedAt: now,
     });
     await this.store.saveHandle(handle);
+    await req.onHandle?.(handle);
     return this.runTurn(handle, req.message, { ...req, waitSeconds: undefined }, 'start');
   }
 
@@ -233,6 +239,17 @@ export class AgentSessions {
     const killed = await killTransport(handle.provider);
     if (killed) await this.event(handle.id, 'pane_killed', undefined, { pane: killed.paneId });
     return handle;
+  }
+
+  /** The turn a piece of durable work tagged with this correlation id, if it was ever created. */
+  async findTurn(handleRef: string, correlationId: string): Promise<TurnRecord | null> {
+    const handle = await this.store.loadHandle(handleRef);
+    return (await this.store.listTurns(handle.id)).filter((t) => t.correlationId === correlationId).at(-1) ?? null;
+  }
+
+  /** Appends a workflow event (waiting_for_lock, phase_completed, …) to a handle's event log. */
+  async workflowEvent(handleId: string, event: string, detail?: Record<string, unknown>, sink?: (e: EventRecord) => void): Promise<void> {
+    await this.event(handleId, event, undefined, detail, sink);
   }
 
   /** Everything inspect shows about one handle. */
@@ -290,7 +307,7 @@ export class AgentSessions {
     req: (StartRequest | ContinueRequest) & { waitSeconds?: number },
     kind: 'start' | 'continue',
   ): Promise<TurnResult> {
-    const journal = await this.newTurn(initial.id, message);
+    const journal = await this.newTurn(initial.id, message, req.correlationId ?? null);
     let lock: HeldLock;
     try {
       lock = await this.store.locks.acquire(handleLockName(initial.id), {
@@ -313,7 +330,7 @@ export class AgentSessions {
   }
 
   /** Writes the turn record before anything is sent (design §5). */
-  private async newTurn(handleId: string, message: string): Promise<TurnJournal> {
+  private async newTurn(handleId: string, message: string, correlationId: string | null = null): Promise<TurnJournal> {
     const turns = await this.store.listTurns(handleId);
     const now = new Date().toISOString();
     const turn: TurnRecord = {
@@ -329,6 +346,7 @@ export class AgentSessions {
       tools: [],
       ownerPid: process.pid,
       ownerStartTime: processStartTime(process.pid),
+      correlationId,
       sentAt: null,
       createdAt: now,
       updatedAt: now,
@@ -481,7 +499,7 @@ export class AgentSessions {
             await journal.set('lost', { error: { kind: 'lost', message: 'the pane ended before the turn recorded its end (found by cal recover)' } });
             await this.event(handleId, 'lost', current.id, { recovered: true }, req.onEvent);
             if (req.retryLost) {
-              const fresh = await this.newTurn(handleId, current.message);
+              const fresh = await this.newTurn(handleId, current.message, current.correlationId);
               await this.executeTurn(handleId, fresh, req, { kind: 'continue' });
               return item('retried_lost', fresh.turn);
             }

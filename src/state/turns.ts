@@ -23,6 +23,8 @@ export const TurnRecord = z.object({
   ownerPid: z.number().nullable().default(null),
   /** Kernel start time of ownerPid, so a reused pid is not taken for the owner. */
   ownerStartTime: z.string().nullable().default(null),
+  /** Who asked for this turn (e.g. `run:<run id>:<phase id>`), so durable work finds it again. */
+  correlationId: z.string().nullable().default(null),
   /** When the message left cal (pasted or handed to a launch); null while it may not have. */
   sentAt: z.string().nullable().default(null),
   createdAt: z.string(),

@@ -30,9 +30,9 @@ const under = (file: string, ...dirs: string[]) => dirs.some((d) => file.startsW
 describe('import graph', () => {
   const all = files(src);
 
-  it('commands, state and the TUI never import adapters, tmux, transcripts or the engine', () => {
+  it('commands, workflow, state and the TUI never import adapters, tmux, transcripts or the engine', () => {
     const offenders: string[] = [];
-    for (const file of all.filter((f) => under(rel(f), 'commands', 'state', 'tui'))) {
+    for (const file of all.filter((f) => under(rel(f), 'commands', 'state', 'tui', 'workflow'))) {
       for (const target of imports(file)) {
         if (under(target, 'adapters', 'tmux', 'transcripts', 'engine')) offenders.push(`${rel(file)} → ${target}`);
       }
@@ -42,7 +42,7 @@ describe('import graph', () => {
 
   it('commands and the TUI never read transport fields of a handle', () => {
     const offenders: string[] = [];
-    for (const file of all.filter((f) => under(rel(f), 'commands', 'tui'))) {
+    for (const file of all.filter((f) => under(rel(f), 'commands', 'tui', 'workflow'))) {
       const text = readFileSync(file, 'utf8');
       for (const m of text.matchAll(/\.(tmux|paneId|socket|transcript)\b/g)) offenders.push(`${rel(file)}: .${m[1]}`);
     }
@@ -53,7 +53,7 @@ describe('import graph', () => {
     const offenders: string[] = [];
     for (const file of all.filter((f) => under(rel(f), 'adapters'))) {
       for (const target of imports(file)) {
-        if (under(target, 'commands', 'state', 'sessions', 'tui')) offenders.push(`${rel(file)} → ${target}`);
+        if (under(target, 'commands', 'state', 'sessions', 'tui', 'workflow')) offenders.push(`${rel(file)} → ${target}`);
       }
     }
     expect(offenders).toEqual([]);
