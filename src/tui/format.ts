@@ -69,10 +69,15 @@ export function eventDetail(e: EventRecord): string {
   return parts.join(' ');
 }
 
-/** The last `rows` lines of a screen capture, trailing blank lines dropped. */
+/**
+ * The last `rows` lines of a screen capture for a preview: trailing spaces and blank lines
+ * dropped, and each run of blank lines squeezed to one (full-screen CLIs leave a wide gap
+ * between the conversation and their input box).
+ */
 export function screenTail(screen: string, rows: number): string[] {
   const lines = screen.replace(/\s+$/, '').split('\n').map((l) => l.replace(/\s+$/, ''));
-  return rows <= 0 ? [] : lines.slice(-rows);
+  const squeezed = lines.filter((l, i) => l !== '' || (i > 0 && lines[i - 1] !== ''));
+  return rows <= 0 ? [] : squeezed.slice(-rows);
 }
 
 export function turnSummary(turn: TurnRecord, max = 80): string {

@@ -91,3 +91,12 @@ describe('HandleDetail view', () => {
     expect(frame).toMatch(/events \(UTC\) · last \d+ of 40/);
   });
 });
+
+describe('screen preview', () => {
+  it('squeezes the blank gap of a full-screen CLI so the conversation stays in view', () => {
+    const claude = ['● The codeword was TANGO.', '', '✻ Cooked for 0s', ...Array(30).fill(''), '────', '❯ ', '────', '  ⏵⏵ auto mode on', '', ''].join('\n');
+    const { lastFrame } = render(<HandleDetail view={view()} screen={claude} now={NOW} rows={40} />);
+    const framed = (lastFrame() ?? '').split('\n').filter((l) => l.startsWith('│')).map((l) => l.replace(/^│ |\s*│$/g, ''));
+    expect(framed).toEqual(['● The codeword was TANGO.', '', '✻ Cooked for 0s', '', '────', '❯', '────', '  ⏵⏵ auto mode on']);
+  });
+});
