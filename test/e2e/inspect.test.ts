@@ -140,6 +140,17 @@ describe('cal inspect in a real terminal, and cal continue without Ink', () => {
 
     const list = await cal(['inspect']);
     expect(list.stdout).toMatch(new RegExp(`^${handle}\\tviewed\\tclaude-code\\t2\\.1\\.328\\t\\w+\\tcompleted\\t`, 'm'));
+
+    // None of these loaded Ink or React (recorded with the same loader hook as below).
+    const log = path.join(root, 'plain-inspect-loads.log');
+    for (const args of [['inspect', handle], ['inspect', handle, '--json'], ['inspect']]) {
+      const [cmd, ...rest] = calInPane(log, args);
+      const run = await execa(cmd!, rest, { env, extendEnv: false, reject: false, stdin: 'ignore' });
+      expect(run.exitCode).toBe(0);
+    }
+    const loads = await fs.readFile(log, 'utf8');
+    expect(loads).toMatch(/import \.\/commands\/inspect\.js/);
+    expect(loads).not.toMatch(INK_OR_REACT);
   });
 
   it('on a terminal: the TUI shows identity, the live current pane with its screen, the archived pane, turns and events', async () => {
