@@ -27,16 +27,19 @@ export interface PaneState {
   deadStatus: number | null;
 }
 
+/** Names tmux's update-environment list can carry (space-separated); others go by -e. */
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
 export class TmuxServer {
   constructor(readonly socket: string) {}
 
-  private async tmux(args: string[], input?: string): Promise<{ stdout: string; exitCode: number; stderr: string }> {
+  private async tmux(args: string[], input?: string, clientEnv?: Record<string, string>): Promise<{ stdout: string; exitCode: number; stderr: string }> {
     try {
       const result = await execa('tmux', ['-S', this.socket, ...args], {
         input,
         reject: false,
-        // The server inherits this environment; panes get theirs explicitly via -e.
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TERM: 'xterm-256color', LANG: process.env.LANG ?? 'C.UTF-8' },
+        // A server started by this call inherits this environment; panes get theirs from newPane.
+        env: clientEnv ?? { PATH: process.env.PATH ?? '/usr/bin:/bin', TERM: 'xterm-256color', LANG: process.env.LANG ?? 'C.UTF-8' },
         extendEnv: false,
         stripFinalNewline: false,
       });
@@ -50,12 +53,25 @@ export class TmuxServer {
   }
 
   async newPane(spec: PaneSpec): Promise<PaneInfo> {
-    const envArgs = Object.entries(spec.env).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
+    // Values never go in argv: any local user can read a process's argv (ps), and a tmux server
+    // keeps the argv of the client that started it. They travel in the client's environment
+    // (private to the user); update-environment copies exactly these names into the session and
+    // removes any other name the server's global environment holds.
+    const names = Object.keys(spec.env).filter((k) => ENV_NAME.test(k) && k !== 'TMUX' && k !== 'TMUX_PANE');
+    const oddArgs = Object.entries(spec.env)
+      .filter(([k]) => !ENV_NAME.test(k))
+      .flatMap(([k, v]) => ['-e', `${k}=${v}`]);
+    const global = await this.tmux(['show-environment', '-g']);
+    const stale = global.exitCode === 0 ? global.stdout.split('\n').map((l) => /^-?([A-Za-z_][A-Za-z0-9_]*)/.exec(l)?.[1]).filter((k): k is string => !!k) : [];
+    const update = [...new Set([...names, ...stale])].join(' ');
+    const clientEnv = Object.fromEntries(names.map((k) => [k, spec.env[k] as string]));
+    if (!clientEnv.PATH) clientEnv.PATH = process.env.PATH ?? '/usr/bin:/bin';
     const res = await this.tmux([
+      'set-option', '-g', 'update-environment', update, ';',
       'new-session', '-d', '-P', '-F', '#{session_name} #{pane_id} #{pane_pid}',
       '-s', spec.session, '-x', String(spec.width ?? 200), '-y', String(spec.height ?? 50),
-      '-c', spec.cwd, ...envArgs, '--', ...spec.argv,
-    ]);
+      '-c', spec.cwd, ...oddArgs, '--', ...spec.argv,
+    ], undefined, clientEnv);
     if (res.exitCode !== 0) throw new Error(`tmux new-session failed: ${res.stderr.trim()}`);
     const [session, paneId, pid] = res.stdout.trim().split(' ');
     if (!session || !paneId || !pid) throw new Error(`unexpected tmux output: ${res.stdout}`);

@@ -306,9 +306,13 @@ describe('handle references, state directory and tmux socket', () => {
         await fs.rename(sock, `${sock}.real`);
         await fs.symlink(evil, sock);
         beforeSend();
-        const run = await cal(['continue', handle, 'hello from cal']);
-        await fs.rm(sock);
-        await fs.rename(`${sock}.real`, sock);
+        let run;
+        try {
+          run = await cal(['continue', handle, '--timeout', '15', 'hello from cal']);
+        } finally {
+          await fs.rm(sock);
+          await fs.rename(`${sock}.real`, sock);
+        }
         const screen = (await execa('tmux', ['-S', evil, 'capture-pane', '-p', '-t', 'evil'], { reject: false })).stdout;
         expect(screen).not.toContain('hello from cal');
         expect(run.code).toBe(2);

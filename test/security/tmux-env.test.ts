@@ -1,0 +1,86 @@
+import { existsSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tmuxSocketFor } from '../../src/engine/tmux-socket.js';
+import { TmuxServer } from '../../src/tmux/tmux.js';
+import { scratchDir } from '../support/cal.js';
+import { recordFault } from '../support/fault-matrix.js';
+
+/**
+ * A pane's environment (which holds the user's keys) never appears in a process's argv, which
+ * every local user can read (ps, /proc/<pid>/cmdline); each pane gets exactly its own environment.
+ */
+const SECRET_A = 'CALSECRET-A-0f1e2d3c4b5a69788796a5b4';
+const SECRET_B = 'CALSECRET-B-9a8b7c6d5e4f30211203f4e5';
+
+async function waitFor(file: string): Promise<string> {
+  for (let i = 0; i < 100 && !existsSync(file); i++) await new Promise((r) => setTimeout(r, 50));
+  await new Promise((r) => setTimeout(r, 100));
+  return fs.readFile(file, 'utf8');
+}
+
+async function allCmdlines(): Promise<string> {
+  const out: string[] = [];
+  for (const pid of await fs.readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      out.push((await fs.readFile(`/proc/${pid}/cmdline`, 'utf8')).replace(/\0/g, ' '));
+    } catch {
+      // exited
+    }
+  }
+  return out.join('\n');
+}
+
+describe('pane environments stay out of argv', () => {
+  let root: string;
+  let tmux: TmuxServer;
+
+  beforeAll(async () => {
+    root = await scratchDir('sec-tmuxenv');
+    tmux = new TmuxServer(await tmuxSocketFor(path.join(root, 'tmux')));
+  });
+
+  afterAll(async () => {
+    await tmux.killServer();
+  });
+
+  it('no secret in any process argv; a second pane gets exactly its own environment', async () => {
+    const envA = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root, API_KEY_A: SECRET_A, SHARED: 'from-a', 'ODD-NAME': 'odd' };
+    const envB = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root, API_TOKEN_B: SECRET_B, SHARED: 'from-b' };
+    const dump = (name: string) => [
+      process.execPath,
+      '-e',
+      `require('fs').writeFileSync(${JSON.stringify(path.join(root, name))}, Object.entries(process.env).map(([k, v]) => k + '=' + v).join('\\n')); setTimeout(() => {}, 30000)`,
+    ];
+    await tmux.newPane({ session: 'a', cwd: root, argv: dump('a.env'), env: envA });
+    const a = await waitFor(path.join(root, 'a.env'));
+    await tmux.newPane({ session: 'b', cwd: root, argv: dump('b.env'), env: envB });
+    const b = await waitFor(path.join(root, 'b.env'));
+    const cmdlines = await allCmdlines();
+
+    expect(a).toContain(`API_KEY_A=${SECRET_A}`);
+    expect(a).toContain('SHARED=from-a');
+    expect(a).toContain('ODD-NAME=odd');
+    expect(b).toContain(`API_TOKEN_B=${SECRET_B}`);
+    expect(b).toContain('SHARED=from-b');
+    // The server was started by pane a's client: its global environment must not leak into b.
+    expect(b).not.toContain('API_KEY_A');
+    expect(cmdlines).toContain(path.join(root, 'tmux'));
+    expect(cmdlines).not.toContain(SECRET_A);
+    expect(cmdlines).not.toContain(SECRET_B);
+    const server = (await execa('tmux', ['-S', tmux.socket, 'display-message', '-p', '#{pid}'])).stdout.trim();
+    expect(await fs.readFile(`/proc/${server}/cmdline`, 'utf8')).not.toMatch(/CALSECRET/);
+    recordFault({
+      id: 'secret.process-argv',
+      area: 'secret',
+      fault: "keys in a pane's environment visible in process argv (ps) to other local users",
+      how: 'two panes with different keys on one tmux server; every /proc/<pid>/cmdline searched',
+      outcome: 'no key in any argv (values travel in the tmux client environment, names in update-environment); each pane gets exactly its own variables',
+      state: '-',
+      test: 'test/security/tmux-env.test.ts',
+    });
+  });
+});
