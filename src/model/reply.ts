@@ -106,7 +106,7 @@ export function planReply(req: ParsedModelRequest): ReplyPlan {
   const results = after.filter((i): i is Extract<ConversationItem, { kind: 'tool_result' }> => i.kind === 'tool_result');
 
   let content: Directive | null = null;
-  let tool: ToolIntent | null = null;
+  const tools: ToolIntent[] = [];
   const invalid: string[] = [];
   for (const d of parsed.directives) {
     switch (d.kind) {
@@ -130,10 +130,10 @@ export function planReply(req: ParsedModelRequest): ReplyPlan {
         plan.mode = 'fail';
         break;
       case 'shell':
-        tool ??= { type: 'shell', command: d.command };
+        tools.push({ type: 'shell', command: d.command });
         break;
       case 'mcp':
-        tool ??= { type: 'mcp', server: d.server, tool: d.tool, args: d.args };
+        tools.push({ type: 'mcp', server: d.server, tool: d.tool, args: d.args });
         break;
       case 'echo':
       case 'reply':
@@ -150,13 +150,13 @@ export function planReply(req: ParsedModelRequest): ReplyPlan {
     plan.text = `Invalid cal directive: ${invalid.join('; ')}`;
     return plan;
   }
-  if (tool) {
+  if (tools.length > 0) {
+    // Several tool directives run one after another: one call per request, counted by the tool
+    // results the history already holds after the last user message.
+    const next = tools[results.length];
     const lastResult = results[results.length - 1];
-    if (lastResult) {
-      plan.text = `${lastResult.isError ? 'Tool failed' : 'Tool finished'}: ${firstOutputLine(lastResult.output)}`;
-    } else {
-      plan.tool = tool;
-    }
+    if (next) plan.tool = next;
+    else if (lastResult) plan.text = `${lastResult.isError ? 'Tool failed' : 'Tool finished'}: ${firstOutputLine(lastResult.output)}`;
     return plan;
   }
   const c = content as Directive | null;

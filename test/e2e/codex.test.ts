@@ -167,6 +167,16 @@ describe('Codex in tmux, end to end', () => {
     expect(view.turns.at(-1).tools[0]).toMatchObject({ kind: 'mcp', server: 'probe', name: 'echo' });
   });
 
+  it('one turn with a shell command and an MCP tool call lists both, in order; the answer is only the final message', async () => {
+    const run = await cal(['continue', handle, '--json', ...TIMEOUT, 'Do both [[cal:shell=echo both-shell]] [[cal:mcp=probe.echo {"text":"both-mcp"}]]']);
+    expect(run.code).toBe(0);
+    expect(run.json.turn.answer).toBe('Tool finished: echo: both-mcp');
+    expect(run.json.turn.tools).toEqual([
+      { kind: 'shell', name: 'echo both-shell', output: 'both-shell\n', status: 'completed' },
+      { kind: 'mcp', server: 'probe', name: 'echo', input: { text: 'both-mcp' }, output: 'echo: both-mcp', status: 'completed' },
+    ]);
+  });
+
   it('a 5 KB multi-line message with quotes, $(...), backticks, tabs and non-ASCII reaches Codex intact, pasted and in argv', async () => {
     const line = (i: number) => `line ${i}: "double" 'single' $(touch /tmp/cal-codex-pwned-${i}) \`uname\` \ttab ünïcødé ✓ 日本語 $HOME \\n`;
     let body = '';

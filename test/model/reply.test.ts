@@ -99,6 +99,17 @@ describe('directives', () => {
     expect(mcp.tool).toEqual({ type: 'mcp', server: 'probe', tool: 'echo', args: { text: 'x' } });
   });
 
+  it('several tool directives run one after another, one call per request', () => {
+    const msg = 'both [[cal:shell=echo one]] [[cal:mcp=probe.echo {"text":"two"}]]';
+    const call = (id: string) => ({ kind: 'tool_call' as const, id, name: 'x' });
+    const result = (id: string, output: string) => ({ kind: 'tool_result' as const, id, output, isError: false });
+    expect(planReply(req([user(msg)])).tool).toEqual({ type: 'shell', command: 'echo one' });
+    expect(planReply(req([user(msg), call('a'), result('a', 'one')])).tool).toEqual({ type: 'mcp', server: 'probe', tool: 'echo', args: { text: 'two' } });
+    const done = planReply(req([user(msg), call('a'), result('a', 'one'), call('b'), result('b', 'echo: two')]));
+    expect(done.tool).toBeNull();
+    expect(done.text).toBe('Tool finished: echo: two');
+  });
+
   it('echo, reply and lines choose the text', () => {
     expect(planReply(req([user('[[cal:echo]] héllo\n  "wörld" \'x\'\t✓')])).text).toBe('héllo\n  "wörld" \'x\'\t✓');
     expect(planReply(req([user('ignored [[cal:reply=Line 1\\nLine 2]]')])).text).toBe('Line 1\nLine 2');
