@@ -46,7 +46,9 @@ export async function readJsonlFrom(file: string, offset: number, maxBytes = 8 <
     let lineStart = offset;
     let oversized = false;
     let consumed = 0;
-    while (pos < size && consumed < maxBytes) {
+    // The budget ends a read only between lines: stopping inside a line longer than the budget
+    // would return the same offset forever, and the tail would never move past that line.
+    while (pos < size && (consumed < maxBytes || pendingBytes > 0 || oversized)) {
       const len = Math.min(CHUNK, size - pos);
       const buf = Buffer.allocUnsafe(len);
       const { bytesRead } = await fh.read(buf, 0, len, pos);
