@@ -142,25 +142,17 @@ export class TurnStream {
 
   /**
    * The observer's text so far: either a growing text (print the new part) or the latest
-   * whole block (Claude records one block per record: print it as a new block).
+   * whole block (Claude and Codex record one block per record: print it as a new block).
+   * Plain output is line-oriented: each piece ends its line at once, so a spinner drawn on the
+   * same terminal never overwrites a half-printed line.
    */
   private updateText(partial: string): void {
     if (!partial || partial === this.lastBlock) return;
-    let piece: string;
-    if (partial.startsWith(this.lastBlock)) {
-      piece = partial.slice(this.lastBlock.length);
-    } else {
-      piece = partial;
-      if (!this.json && this.text && !this.text.endsWith('\n')) this.out('\n');
-    }
+    const piece = this.lastBlock && partial.startsWith(this.lastBlock) ? partial.slice(this.lastBlock.length) : partial;
     this.lastBlock = partial;
     this.text += piece;
     if (this.json) this.sinks.stdout(JSON.stringify({ type: 'text', text: piece }) + '\n');
-    else this.out(piece);
-  }
-
-  private out(piece: string): void {
-    this.sinks.stdout(piece);
+    else this.sinks.stdout(piece.endsWith('\n') ? piece : `${piece}\n`);
   }
 
   private tool(tool: ToolActivity, phase: 'call' | 'result'): void {
@@ -181,11 +173,6 @@ export class TurnStream {
   /** Whether the final answer was already printed as streamed text. */
   covers(answer: string | null): boolean {
     return answer !== null && answer !== '' && (this.lastBlock === answer || this.text.endsWith(answer));
-  }
-
-  /** Ends the streamed text with a newline (plain mode), so the shell prompt starts clean. */
-  end(): void {
-    if (!this.json && this.text && !this.text.endsWith('\n')) this.out('\n');
   }
 }
 
@@ -223,7 +210,6 @@ export async function liveOutput(opts: LiveOptions, initial: string, sinks?: Str
     done(turn) {
       progress.stop();
       if (!stream || opts.json) return turn;
-      stream.end();
       return stream.covers(turn.answer) ? { ...turn, answer: null } : turn;
     },
     stop() {

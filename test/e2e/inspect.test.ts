@@ -55,16 +55,15 @@ describe('cal inspect in a real terminal, and cal continue without Ink', () => {
   /** What the pane shows; with history, also what scrolled off its top. */
   const capture = async (target: string, opts: { escapes?: boolean; history?: boolean } = {}) =>
     (await viewer(['capture-pane', '-p', ...(opts.escapes ? ['-e'] : []), ...(opts.history ? ['-S', '-200'] : []), '-t', target])).stdout;
-  const paneDead = async (target: string) => (await viewer(['display-message', '-p', '-t', target, '#{pane_dead} #{pane_dead_status}'])).stdout.trim();
-  /** "1 <status>" once the pane's process ended (tmux fills in the status a moment after). */
-  async function exitOf(target: string): Promise<string> {
-    const deadline = Date.now() + 10_000;
-    let state = await paneDead(target);
-    while (!/^1 \d+$/.test(state) && Date.now() < deadline) {
+  /** The exit status of a cal run started by calInPane (written by its shell when cal ends). */
+  async function exitOf(logFile: string): Promise<string> {
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const status = await fs.readFile(`${logFile}.exit`, 'utf8').catch(() => null);
+      if (status !== null) return status.trim();
+      if (Date.now() > deadline) return 'still running';
       await new Promise((r) => setTimeout(r, 100));
-      state = await paneDead(target);
     }
-    return state;
   }
 
   async function waitForScreen(
@@ -84,8 +83,11 @@ describe('cal inspect in a real terminal, and cal continue without Ink', () => {
     throw new Error(`the screen never showed ${what}; it shows:\n${screen}`);
   }
 
-  /** argv for a cal run in a viewer pane, recording what it loads into logFile. */
-  const calInPane = (logFile: string, args: string[]) => ['env', `CAL_TEST_LOAD_LOG=${logFile}`, 'node', '--import', register, calBin, '--state-dir', state, ...args];
+  /** argv for a cal run in a viewer pane, recording what it loads into logFile and its exit status. */
+  const calInPane = (logFile: string, args: string[]) => [
+    'sh', '-c', 'log=$1; hook=$2; shift 2; CAL_TEST_LOAD_LOG="$log" node --import "$hook" "$@"; echo $? > "$log.exit"',
+    'sh', logFile, register, calBin, '--state-dir', state, ...args,
+  ];
 
   beforeAll(async () => {
     server = await startModelServer({});
@@ -145,8 +147,10 @@ describe('cal inspect in a real terminal, and cal continue without Ink', () => {
     const log = path.join(root, 'plain-inspect-loads.log');
     for (const args of [['inspect', handle], ['inspect', handle, '--json'], ['inspect']]) {
       const [cmd, ...rest] = calInPane(log, args);
+      await fs.rm(`${log}.exit`, { force: true });
       const run = await execa(cmd!, rest, { env, extendEnv: false, reject: false, stdin: 'ignore' });
-      expect(run.exitCode).toBe(0);
+      expect(run.stdout).toContain(handle);
+      expect(await exitOf(log)).toBe('0');
     }
     const loads = await fs.readFile(log, 'utf8');
     expect(loads).toMatch(/import \.\/commands\/inspect\.js/);
@@ -177,6 +181,7 @@ describe('cal inspect in a real terminal, and cal continue without Ink', () => {
   });
 
   it('a attaches the terminal to the live pane with tmux attach, and the TUI comes back on detach', async () => {
+    const log = path.join(root, 'inspect-loads.log'); // the TUI started by the previous test
     const attach: string[] = (await cal(['inspect', handle, '--json'])).json.attach;
     const [, , calSocket, , , target] = attach;
     await viewer(['send-keys', '-t', 'viewer', 'a']);
@@ -192,7 +197,7 @@ describe('cal inspect in a real terminal, and cal continue without Ink', () => {
     const listed = await capture('viewer');
     expect(listed).toMatch(new RegExp(`› ${handle}\\s+viewed\\s+claude-code\\s+2\\.1\\.328\\s+\\w+\\s+completed \\d+[sm]\\s+\\d+[sm]`));
     await viewer(['send-keys', '-t', 'viewer', 'q']);
-    expect(await exitOf('viewer')).toBe('1 0');
+    expect(await exitOf(log)).toBe('0');
   });
 
   it('cal continue on a terminal shows a spinner with the state and elapsed time, and never loads Ink or React', async () => {
@@ -206,7 +211,7 @@ describe('cal inspect in a real terminal, and cal continue without Ink', () => {
     const done = await waitForScreen('viewer:cont', (s) => s.includes(`handle: ${handle}`), 'the end of the turn', 60_000, { history: true });
     expect(done).toContain('Tool finished: SPIN-OUT');
     expect(done).not.toMatch(/running · \d+s/); // the spinner line was cleared
-    expect(await exitOf('viewer:cont')).toBe('1 0');
+    expect(await exitOf(log)).toBe('0');
     const loads = await fs.readFile(log, 'utf8');
     expect(loads).toMatch(/import \.\/commands\/continue\.js/);
     expect(loads).toMatch(/node_modules\/ora\//);
@@ -220,6 +225,22 @@ describe('cal inspect in a real terminal, and cal continue without Ink', () => {
     const line = spinning.split('\n').find((l) => /running · \d+s/.test(l)) ?? '';
     expect(line).not.toMatch(/\u001B\[(3[0-7]|9[0-7]|38;)/);
     await waitForScreen('viewer:plain', (s) => s.includes(`handle: ${handle}`), 'the end of the turn', 60_000);
+    expect(await fs.readFile(log, 'utf8')).not.toMatch(INK_OR_REACT);
+  });
+  it('continue --stream on a terminal: streamed tool lines and text stay readable next to the spinner', async () => {
+    const log = path.join(root, 'stream-tty-loads.log');
+    await viewer(['new-window', '-t', 'viewer', '-n', 'streamed', '--', ...calInPane(log, ['continue', handle, '--stream', 'Stream here [[cal:shell=sleep 3; echo TTY-OUT]]'])]);
+    const during = await waitForScreen('viewer:streamed', (s) => /running · \d+s/.test(s) && s.includes('tool: shell sleep 3; echo TTY-OUT (running)'), 'the tool line above the spinner');
+    expect(during.split('\n').filter((l) => l.includes('tool: shell sleep 3; echo TTY-OUT (running)'))).toHaveLength(1);
+    const done = await waitForScreen('viewer:streamed', (s) => s.includes(`handle: ${handle}`), 'the end of the turn', 60_000, { history: true });
+    const lines = done.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('Pane is dead'));
+    expect(lines).toEqual([
+      'tool: shell sleep 3; echo TTY-OUT (running)',
+      expect.stringMatching(/^tool: shell sleep 3; echo TTY-OUT → completed: TTY-OUT/),
+      'Tool finished: TTY-OUT',
+      `handle: ${handle}`,
+    ]);
+    expect(await exitOf(log)).toBe('0');
     expect(await fs.readFile(log, 'utf8')).not.toMatch(INK_OR_REACT);
   });
 });

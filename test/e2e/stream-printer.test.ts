@@ -83,11 +83,10 @@ describe('--stream printer', () => {
     ]);
   });
 
-  it('plain: the text on stdout as it comes, one line per tool event on stderr, the answer not printed twice', () => {
+  it('plain: the text on stdout as it comes (each piece ends its line), one line per tool event on stderr, the answer not printed twice', () => {
     const sinks = capture();
     const stream = new TurnStream(false, sinks);
     const observer = play(stream, ours.map((r) => [r]));
-    stream.end();
     expect(sinks.out.join('')).toBe("I'll run it\nTool finished: hi\n");
     expect(sinks.err).toEqual(['tool: shell sleep 2; echo hi (running)\n', 'tool: shell sleep 2; echo hi → completed: hi\n']);
     const answer = observer.observation.phase === 'ended' ? observer.observation.answer : null;
