@@ -179,12 +179,13 @@ export async function observeRecordedTurn(
     // Chunk by chunk: a long transcript is never loaded whole.
     for (;;) {
       const read = await readJsonlFrom(file, offset);
-      if (read.records.length === 0) break;
+      if (read.offset === offset) break;
       for (const rec of read.records) {
         observer.feed(rec.value);
         offset = rec.endOffset;
         if (observer.observation.phase === 'ended') break;
       }
+      if (observer.observation.phase !== 'ended') offset = read.offset;
       if (observer.observation.phase === 'ended') {
         handle = { ...handle, transcript: { path: file, offset } };
         break;
@@ -255,6 +256,9 @@ async function follow(
         offset = rec.endOffset;
         if (observer.observation.phase === 'ended') break;
       }
+      // Lines that are not records (torn, oversized, garbage) are passed over too: otherwise more
+      // of them than one read takes would be read again on every poll, and the tail would stall.
+      if (observer.observation.phase !== 'ended') offset = read.offset;
       if (!recorded && observer.observation.phase !== 'waiting') {
         recorded = true;
         await opts.hooks.onRecorded(observerKey(observer));

@@ -1,0 +1,205 @@
+import { execSync } from 'node:child_process';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AgentSessionHandle } from '../../src/handles/schema.js';
+import { tmuxSocketFor } from '../../src/engine/tmux-socket.js';
+import { startModelServer, type ModelServer } from '../../src/model/server.js';
+import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir, type CalRun } from '../support/cal.js';
+import { claudeTestEnv, makeWorkDir } from '../support/claude-home.js';
+import { calBin } from '../support/clis.js';
+import { recordFault } from '../support/fault-matrix.js';
+
+/**
+ * Issue 7 faults with the real Claude Code binary in real tmux. Each fault ends in a typed error
+ * or a recoverable turn, never a corrupt handle; where the session can go on, the next continue
+ * proves it.
+ */
+const FILE = 'test/faults/claude-faults.test.ts';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function parseJson(stdout: string): any {
+  try {
+    return JSON.parse(stdout);
+  } catch {
+    return null;
+  }
+}
+
+describe('faults with the real Claude Code', () => {
+  let server: ModelServer;
+  let root: string;
+  let env: Record<string, string>;
+  const states: string[] = [];
+
+  beforeAll(async () => {
+    server = await startModelServer({});
+    root = await scratchDir('faults');
+    env = await claudeTestEnv(root, server.url, baseEnv({}));
+  });
+
+  afterAll(async () => {
+    for (const s of states) await killStateTmux(s).catch(() => undefined);
+    await server.close();
+  });
+
+  /** A fresh state dir and session that remembers a codeword. */
+  async function session(name: string, codeword: string) {
+    const state = path.join(root, name, 'state');
+    states.push(state);
+    const work = await makeWorkDir(path.join(root, name));
+    const cal = (args: string[], input?: string) => runCal(['--state-dir', state, ...args], { env, input });
+    const start = await cal(['start', '--provider', 'claude-code', '--cwd', work, `Remember the codeword ${codeword}.`]);
+    expect(start.code).toBe(0);
+    const handle = handleFromStderr(start.stderr) ?? '';
+    const inspect = async () => (await cal(['inspect', handle, '--json'])).json;
+    /** Starts `cal continue` in the background; resolves once its turn is running. */
+    const slowContinue = async (message: string) => {
+      const child = execa('node', [calBin, '--state-dir', state, 'continue', handle, '--json', message], { env, extendEnv: false, reject: false, stdin: 'ignore', timeout: 120_000 });
+      const done: Promise<CalRun> = child.then((r) => ({ code: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr), json: parseJson(String(r.stdout)) }));
+      for (let i = 0; i < 100; i++) {
+        const turns = await readTurns(state, handle);
+        if (turns.at(-1)?.status === 'running' && turns.length > 1) break;
+        await sleep(100);
+      }
+      return { child, done };
+    };
+    return { state, work, cal, handle, inspect, slowContinue };
+  }
+
+  async function readTurns(state: string, handle: string): Promise<any[]> {
+    const dir = path.join(state, 'turns', handle);
+    const out: any[] = [];
+    for (const f of await fs.readdir(dir).catch(() => [] as string[])) {
+      if (!f.endsWith('.json')) continue;
+      try {
+        out.push(JSON.parse(await fs.readFile(path.join(dir, f), 'utf8')));
+      } catch {
+        // being written
+      }
+    }
+    return out.sort((a, b) => a.seq - b.seq);
+  }
+
+  /** The handle file parses through the schema (never corrupt). */
+  async function handleIsValid(state: string, handle: string): Promise<boolean> {
+    const text = await fs.readFile(path.join(state, 'handles', `${handle}.json`), 'utf8');
+    return AgentSessionHandle.safeParse(JSON.parse(text)).success;
+  }
+
+  it('tmux server killed mid-turn: the turn ends lost (exit 12); the next continue resumes natively', async () => {
+    const s = await session('tmux-killed', 'BIRCH');
+    const { done } = await s.slowContinue('Slow turn [[cal:delay=8000]]');
+    await killStateTmux(s.state);
+    const run = await done;
+    expect(run.code).toBe(12);
+    expect(run.json.turn.status).toBe('lost');
+    expect(await handleIsValid(s.state, s.handle)).toBe(true);
+    const view = await s.inspect();
+    expect(view.turns.at(-1).status).toBe('lost');
+    const next = await s.cal(['continue', s.handle, '--json', '--events', 'What was the codeword?']);
+    expect(next.code).toBe(0);
+    expect(next.json.turn.answer).toBe('The codeword was BIRCH.');
+    expect(next.stderr).toMatch(/lost_tmux[\s\S]*resuming/);
+    recordFault({
+      id: 'fault.tmux-server-killed',
+      area: 'fault',
+      fault: 'tmux server killed mid-turn',
+      how: '`tmux -S <cal socket> kill-server` while `cal continue` waits on a slow turn',
+      outcome: `exit ${run.code} (lost), turn status lost; next continue: lost_tmux, resuming, answer from the resumed session (exit 0)`,
+      state: 'handle valid (schema-checked); pane archived',
+      test: FILE,
+    });
+  });
+
+  it('CLI process killed mid-turn: the turn ends lost (exit 12); the next continue resumes natively', async () => {
+    const s = await session('cli-killed', 'CEDAR');
+    const { done } = await s.slowContinue('Slow turn [[cal:delay=8000]]');
+    const view = await s.inspect();
+    const socket = await tmuxSocketFor(path.join(s.state, 'tmux'));
+    const pid = (await execa('tmux', ['-S', socket, 'display-message', '-p', '-t', view.provider.tmux.paneId, '#{pane_pid}'])).stdout.trim();
+    process.kill(Number(pid), 'SIGKILL');
+    const run = await done;
+    expect(run.code).toBe(12);
+    expect(run.json.turn.status).toBe('lost');
+    expect(await handleIsValid(s.state, s.handle)).toBe(true);
+    const next = await s.cal(['continue', s.handle, '--json', 'What was the codeword?']);
+    expect(next.code).toBe(0);
+    expect(next.json.turn.answer).toBe('The codeword was CEDAR.');
+    recordFault({
+      id: 'fault.cli-killed',
+      area: 'fault',
+      fault: 'the CLI process killed mid-turn (SIGKILL)',
+      how: "`kill -9` of the pane's claude process while `cal continue` waits on a slow turn",
+      outcome: `exit ${run.code} (lost), turn status lost; next continue resumes natively (exit 0) and recalls`,
+      state: 'handle valid; dead pane archived',
+      test: FILE,
+    });
+  });
+
+  it('cal itself killed mid-turn: cal recover settles the turn from the transcript', async () => {
+    const s = await session('cal-killed', 'DAHLIA');
+    const { child } = await s.slowContinue('Slow turn [[cal:delay=3000]]');
+    child.kill('SIGKILL');
+    await child.catch(() => undefined);
+    expect(await handleIsValid(s.state, s.handle)).toBe(true);
+    expect((await readTurns(s.state, s.handle)).at(-1).status).toBe('running');
+    await sleep(3500);
+    const rec = await s.cal(['recover', '--json']);
+    expect(rec.code).toBe(0);
+    expect(rec.json.turns[0]).toMatchObject({ status: 'completed' });
+    const turn = (await readTurns(s.state, s.handle)).at(-1);
+    expect(turn.status).toBe('completed');
+    expect(turn.answer).toMatch(/^Received: Slow turn/);
+    const next = await s.cal(['continue', s.handle, 'What was the codeword?']);
+    expect(next.stdout.trim()).toBe('The codeword was DAHLIA.');
+    recordFault({
+      id: 'fault.cal-killed',
+      area: 'fault',
+      fault: 'cal itself killed mid-turn (SIGKILL)',
+      how: '`kill -9` of `cal continue` while its turn runs; then `cal recover`',
+      outcome: 'turn left running (its owner is dead); recover settles it completed with the answer from the transcript (exit 0); nothing is sent twice',
+      state: 'handle valid; the session continues',
+      test: FILE,
+    });
+  });
+
+  it('transcript file deleted between turns: a typed error, the handle intact', async () => {
+    const s = await session('transcript-deleted', 'ELM');
+    const view = await s.inspect();
+    await fs.rm(view.provider.transcript.path);
+    const run = await s.cal(['continue', s.handle, '--json', '--timeout', '20', 'What was the codeword?']);
+    expect([9, 12, 14]).toContain(run.code);
+    expect(run.json.error.kind).toMatch(/resume_unavailable|lost|timeout/);
+    expect(await handleIsValid(s.state, s.handle)).toBe(true);
+    const after = await s.inspect();
+    recordFault({
+      id: 'fault.transcript-deleted',
+      area: 'fault',
+      fault: "the CLI's transcript file deleted between turns",
+      how: '`rm` of the transcript, then `cal continue` into the live pane',
+      outcome: `exit ${run.code} (${run.json.error.kind}): ${run.json.error.message.slice(0, 140)}; turn ${after.turns.at(-1).status}`,
+      state: 'handle valid (schema-checked)',
+      test: FILE,
+    });
+  });
+
+  it('9 MB of garbage lines and a 20 MB line land in the transcript between turns: the tail moves past them', async () => {
+    const s = await session('transcript-junk', 'FERN');
+    const view = await s.inspect();
+    await fs.appendFile(view.provider.transcript.path, `${'not json at all\n'.repeat(9 << 16)}${'\u0000junk'.repeat(4 << 20)}\n`);
+    const run = await s.cal(['continue', s.handle, '--json', '--timeout', '30', 'What was the codeword?']);
+    expect(run.code).toBe(0);
+    expect(run.json.turn.answer).toBe('The codeword was FERN.');
+    recordFault({
+      id: 'fault.transcript-junk-line',
+      area: 'fault',
+      fault: '9 MB of non-JSON lines and a 20 MB line appended to the transcript between turns',
+      how: 'append to the transcript, then `cal continue`',
+      outcome: 'the lines are passed over (skipped, counted); the turn after them completes (exit 0)',
+      state: 'handle valid',
+      test: FILE,
+    });
+  });
+});
