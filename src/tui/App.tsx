@@ -3,7 +3,7 @@ import { Box, Text, useApp, useInput, useStdout } from 'ink';
 import type { HandleSummary, HandleView } from '../sessions/agent-sessions.js';
 import { HandleDetail } from './HandleDetail.js';
 import { HandleList } from './HandleList.js';
-import type { InspectSource, TuiPlace } from './source.js';
+import type { CertificationInfo, InspectSource, TuiPlace } from './source.js';
 import { Toned } from './theme.js';
 
 export interface AppProps {
@@ -35,6 +35,7 @@ export function App({ source, initial, stateDir, pollMs = 1000, onAttach, clock 
   const [summaries, setSummaries] = useState<HandleSummary[] | null>(null);
   const [view, setView] = useState<HandleView | null>(null);
   const [screen, setScreen] = useState<string | null>(null);
+  const [certification, setCertification] = useState<CertificationInfo[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [notice, setNotice] = useState<string | null>(initialNotice);
   const [now, setNow] = useState(clock());
@@ -63,9 +64,12 @@ export function App({ source, initial, stateDir, pollMs = 1000, onAttach, clock 
           setSelected((s) => Math.min(s, Math.max(0, list.length - 1)));
         } else if (ref) {
           const [v, s] = await Promise.all([source.describe(ref), source.screen(ref).catch(() => null)]);
+          const cli = v.handle.provider.cli;
+          const c = cli && source.certification ? await source.certification(v.handle.provider.provider, cli.version).catch(() => null) : null;
           if (!alive) return;
           setView(v);
           setScreen(s);
+          setCertification(c);
         }
         setError(null);
       } catch (err) {
@@ -142,7 +146,7 @@ export function App({ source, initial, stateDir, pollMs = 1000, onAttach, clock 
           <Text>loading handles…</Text>
         )
       ) : shown ? (
-        <HandleDetail view={shown} screen={screen} now={now} rows={size.rows - 3} columns={size.columns} />
+        <HandleDetail view={shown} screen={screen} now={now} rows={size.rows - 3} columns={size.columns} certification={certification} />
       ) : error ? null : (
         <Text>loading {ref}…</Text>
       )}

@@ -1,7 +1,8 @@
 import { Box, Text } from 'ink';
 import type { HandleView } from '../sessions/agent-sessions.js';
 import type { TurnRecord } from '../state/turns.js';
-import { age, clock, eventDetail, oneLine, screenTail, splitPanes, toolLine, turnSummary } from './format.js';
+import { age, certificationText, clock, eventDetail, oneLine, screenTail, splitPanes, toolLine, turnSummary } from './format.js';
+import type { CertificationInfo } from './source.js';
 import { statusTone, Toned } from './theme.js';
 
 export interface HandleDetailProps {
@@ -12,6 +13,8 @@ export interface HandleDetailProps {
   /** Terminal size: sections are cut to fit instead of scrolling the terminal. */
   rows?: number | undefined;
   columns?: number | undefined;
+  /** Stored certification results of the pinned CLI version (null: none known). */
+  certification?: CertificationInfo[] | null | undefined;
 }
 
 const TOOLS_PER_TURN = 3;
@@ -19,7 +22,7 @@ const ARCHIVED_SHOWN = 3;
 
 /** Line budget for the parts that grow: screen preview, turns and events. */
 export function detailBudget(rows: number, archived: number): { screen: number; turns: number; events: number } {
-  const fixed = 1 + 6 + 1 + 2 + (1 + Math.min(archived, ARCHIVED_SHOWN) + (archived > ARCHIVED_SHOWN ? 1 : 0)) + 2 + 2 + 2;
+  const fixed = 1 + 7 + 1 + 2 + (1 + Math.min(archived, ARCHIVED_SHOWN) + (archived > ARCHIVED_SHOWN ? 1 : 0)) + 2 + 2 + 2;
   const free = Math.max(9, rows - fixed);
   const screen = Math.max(3, Math.floor(free * 0.4));
   const turns = Math.max(3, Math.floor(free * 0.35));
@@ -42,7 +45,7 @@ function fitTurns(turns: TurnRecord[], budget: number): TurnRecord[] {
 }
 
 /** One handle: identity, current pane with live screen, archived panes, turns, events. */
-export function HandleDetail({ view, screen, now, rows = 40, columns = 100 }: HandleDetailProps) {
+export function HandleDetail({ view, screen, now, rows = 40, columns = 100, certification = null }: HandleDetailProps) {
   const h = view.handle;
   const p = h.provider;
   const { current, archived } = splitPanes(view.panes);
@@ -62,8 +65,9 @@ export function HandleDetail({ view, screen, now, rows = 40, columns = 100 }: Ha
         </Text>
         <Text wrap="truncate-end">cwd        {h.config.workingDir.realPath}</Text>
         <Text wrap="truncate-end">
-          CLI        {p.cli ? `${p.cli.version} at ${p.cli.realPath}` : '(none: API session)'} · certification: none recorded
+          CLI        {p.cli ? `${p.cli.version} at ${p.cli.realPath}` : '(none: API session)'}
         </Text>
+        <Text wrap="truncate-end">certified  {p.cli ? certificationText(certification, now) : '-'}</Text>
         <Text wrap="truncate-end">
           native id  {p.nativeSessionId ?? '(none yet)'} · status <Toned tone={statusTone(p.status)}>{p.status}</Toned> · created{' '}
           {age(h.createdAt, now)} ago

@@ -1,4 +1,5 @@
 import type { PaneView } from '../sessions/agent-sessions.js';
+import type { CertificationInfo } from './source.js';
 import type { EventRecord } from '../state/store.js';
 import type { ToolActivity, TurnRecord } from '../state/turns.js';
 
@@ -89,4 +90,17 @@ export function turnSummary(turn: TurnRecord, max = 80): string {
 /** Colour is on unless NO_COLOR is set to anything non-empty (https://no-color.org). */
 export function colorEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
   return !env.NO_COLOR;
+}
+
+/** The certification result of a pinned CLI version, one phrase per mode. */
+export function certificationText(results: CertificationInfo[] | null | undefined, now: number): string {
+  if (!results || results.length === 0) return 'none recorded (see cal certify)';
+  return results
+    .map((r) => {
+      const when = `${age(r.lastRunAt, now)} ago`;
+      if (r.fail > 0) return `${r.mode}: NO, failing ${r.failing.slice(0, 3).join(', ')}${r.failing.length > 3 ? ', …' : ''} (${r.pass} pass, ${r.fail} fail, ${when})`;
+      if (r.certified) return `${r.mode}: yes (${r.pass} pass${r.skip ? `, ${r.skip} skipped` : ''}, ${when})`;
+      return `${r.mode}: incomplete (${r.pass} pass, ${r.missing.length} not run, ${when})`;
+    })
+    .join(' · ');
 }

@@ -9,6 +9,20 @@ export interface InspectSource {
   describe(ref: string): Promise<HandleView>;
   screen(ref: string): Promise<string | null>;
   attachCommand(ref: string): Promise<string[] | null>;
+  /** Stored `cal certify` results for a provider's CLI version (absent: not known here). */
+  certification?(provider: string, version: string): Promise<CertificationInfo[]>;
+}
+
+/** Where one CLI version stands in one certification mode (as `cal certify` stored it). */
+export interface CertificationInfo {
+  mode: 'scripted' | 'live';
+  certified: boolean;
+  pass: number;
+  fail: number;
+  skip: number;
+  failing: string[];
+  missing: string[];
+  lastRunAt: string;
 }
 
 /** Where the TUI was, so it can come back to the same place after an attach. */

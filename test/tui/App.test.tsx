@@ -1,7 +1,7 @@
 import { cleanup, render } from 'ink-testing-library';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { App } from '../../src/tui/App.js';
-import { FakeSource, NOW, currentPane, summary, tick, turn, view, waitForFrame } from './fixtures.js';
+import { FakeSource, NOW, certified, currentPane, summary, tick, turn, view, waitForFrame } from './fixtures.js';
 
 afterEach(() => cleanup());
 
@@ -114,5 +114,11 @@ describe('inspect App', () => {
     );
     const frame = await waitForFrame(lastFrame, (f) => f.includes('cal: not_found: no handle zzzzzz9999'));
     expect(frame).toContain('tmux attach ended with status 1');
+  });
+  it('reads the certification of the pinned CLI version from the source', async () => {
+    const src = source();
+    src.certifications.set('claude-code@2.1.328', [certified()]);
+    const { lastFrame } = render(<App source={src} initial={{ mode: 'detail', ref: 'abc123def0', selected: 0 }} clock={() => NOW} pollMs={30} />);
+    await waitForFrame(lastFrame, (f) => f.includes('certified  scripted: yes (14 pass, 2 skipped, 3h ago)'));
   });
 });

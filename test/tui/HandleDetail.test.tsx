@@ -1,7 +1,8 @@
 import { cleanup, render } from 'ink-testing-library';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HandleDetail } from '../../src/tui/HandleDetail.js';
-import { NOW, archivedPane, currentPane, view } from './fixtures.js';
+import { certificationText } from '../../src/tui/format.js';
+import { NOW, archivedPane, certified, currentPane, view } from './fixtures.js';
 
 afterEach(() => cleanup());
 
@@ -14,7 +15,8 @@ describe('HandleDetail view', () => {
     expect(frame).toContain('handle abc123def0 (refactor) · chat');
     expect(frame).toContain('provider   claude-code via tmux · model (CLI default)');
     expect(frame).toContain('cwd        /work/proj');
-    expect(frame).toContain('CLI        2.1.328 at /opt/claude/claude.exe · certification: none recorded');
+    expect(frame).toContain('CLI        2.1.328 at /opt/claude/claude.exe\n');
+    expect(frame).toContain('certified  none recorded (see cal certify)');
     expect(frame).toMatch(/native id {2}11111111-2222-3333-4444-555555555555 · status idle · created 10m ago/);
   });
 
@@ -98,5 +100,20 @@ describe('screen preview', () => {
     const { lastFrame } = render(<HandleDetail view={view()} screen={claude} now={NOW} rows={40} />);
     const framed = (lastFrame() ?? '').split('\n').filter((l) => l.startsWith('│')).map((l) => l.replace(/^│ |\s*│$/g, ''));
     expect(framed).toEqual(['● The codeword was TANGO.', '', '✻ Cooked for 0s', '', '────', '❯', '────', '  ⏵⏵ auto mode on']);
+  });
+});
+
+describe('certification of the pinned CLI', () => {
+  it('says when the version passed, failed or was only partly certified', () => {
+    const ok = render(<HandleDetail view={view()} screen={null} now={NOW} certification={[certified()]} />);
+    expect(ok.lastFrame()).toContain('certified  scripted: yes (14 pass, 2 skipped, 3h ago)\n');
+    cleanup();
+    const failed = certified({ mode: 'live', certified: false, pass: 10, fail: 2, failing: ['resume-after-kill', 'paste-5kb'] });
+    const bad = render(<HandleDetail view={view()} screen={null} now={NOW} certification={[certified(), failed]} />);
+    expect(bad.lastFrame()).toContain('certified  scripted: yes (14 pass, 2 skipped, 3h ago) · live: NO, failing resume-after-kill');
+    expect(certificationText([failed], NOW)).toBe('live: NO, failing resume-after-kill, paste-5kb (10 pass, 2 fail, 3h ago)');
+    cleanup();
+    const partial = render(<HandleDetail view={view()} screen={null} now={NOW} certification={[certified({ certified: false, pass: 3, skip: 0, missing: ['a', 'b'] })]} />);
+    expect(partial.lastFrame()).toContain('certified  scripted: incomplete (3 pass, 2 not run, 3h ago)');
   });
 });

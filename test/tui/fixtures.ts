@@ -2,7 +2,7 @@ import type { AgentSessionHandle } from '../../src/handles/schema.js';
 import type { HandleSummary, HandleView, PaneView } from '../../src/sessions/agent-sessions.js';
 import type { EventRecord } from '../../src/state/store.js';
 import type { TurnRecord } from '../../src/state/turns.js';
-import type { InspectSource } from '../../src/tui/source.js';
+import type { CertificationInfo, InspectSource } from '../../src/tui/source.js';
 
 /** Fixed clock for the views: 2026-01-01T12:00:00Z. */
 export const NOW = Date.parse('2026-01-01T12:00:00Z');
@@ -121,6 +121,7 @@ export class FakeSource implements InspectSource {
   screens = new Map<string, string | null>();
   attach: string[] | null = ['tmux', '-S', '/state/tmux/s', 'attach-session', '-t', '=cal-abc-2'];
   calls: string[] = [];
+  certifications = new Map<string, CertificationInfo[]>();
 
   async list(): Promise<HandleSummary[]> {
     this.calls.push('list');
@@ -134,6 +135,9 @@ export class FakeSource implements InspectSource {
   }
   async screen(ref: string): Promise<string | null> {
     return this.screens.get(ref) ?? null;
+  }
+  async certification(provider: string, version: string): Promise<CertificationInfo[]> {
+    return this.certifications.get(`${provider}@${version}`) ?? [];
   }
   async attachCommand(ref: string): Promise<string[] | null> {
     this.calls.push(`attach ${ref}`);
@@ -153,3 +157,7 @@ export async function waitForFrame(lastFrame: () => string | undefined, check: (
 }
 
 export const tick = (ms = 30) => new Promise((r) => setTimeout(r, ms));
+
+export function certified(patch: Partial<CertificationInfo> = {}): CertificationInfo {
+  return { mode: 'scripted', certified: true, pass: 14, fail: 0, skip: 2, failing: [], missing: [], lastRunAt: ago(3 * 3600), ...patch };
+}
