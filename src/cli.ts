@@ -129,6 +129,20 @@ export function buildProgram(setExit: (code: number) => void): Command {
     });
 
   program
+    .command('certify')
+    .description("certify a CLI version against cal's continuation contract (scripted model by default; exit 15 when a certification fails)")
+    .addOption(new Option('--provider <name>', 'which CLI').choices(providerChoices).makeOptionMandatory())
+    .option('--cli-path <path>', 'the CLI executable to certify (default: found on PATH)')
+    .option('--only <ids>', 'comma-separated certification ids to run (default: all that apply)')
+    .option('--live', "run against the vendor's real service with your own credentials and CLI config")
+    .option('--json', 'print one JSON object on stdout')
+    .option('--junit <file>', 'also write the results as JUnit XML')
+    .action(async (opts) => {
+      const { runCertify } = await import('./commands/certify.js');
+      setExit(await runCertify(opts, global()));
+    });
+
+  program
     .command('demo')
     .description('the whole loop offline: scripted model, real CLI in tmux, kill the pane, resume natively')
     .addOption(new Option('--provider <name>', 'which CLI').choices(['claude-code']).default('claude-code'))

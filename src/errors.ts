@@ -17,6 +17,8 @@ export const exitCodes = {
   lost: 12,
   cli_missing: 13,
   timeout: 14,
+  /** `cal certify`: at least one certification failed (the CLI version does not keep the contract). */
+  certification_failed: 15,
 } as const;
 
 export type ErrorKind = keyof typeof exitCodes;

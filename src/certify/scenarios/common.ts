@@ -1,0 +1,76 @@
+import type { AgentSessionHandle } from '../../handles/schema.js';
+import type { ModelRequestLogEntry } from '../../model/server.js';
+import type { EventRecord } from '../../state/store.js';
+import type { TurnRecord } from '../../state/turns.js';
+import type { ScenarioContext } from '../context.js';
+
+/** Messages the scripted model answers deterministically (and a real model understands). */
+export const remember = (code: string): string => `Remember the codeword ${code}.`;
+export const RECALL = 'What was the codeword?';
+
+export function secs(ms: number): string {
+  return `${(ms / 1000).toFixed(1)}s`;
+}
+
+export function q(text: string | null | undefined, max = 60): string {
+  if (text === null || text === undefined) return 'null';
+  const one = JSON.stringify(text);
+  return one.length > max ? `${one.slice(0, max - 1)}…"` : one;
+}
+
+/** The first turn's answer: exact with the scripted model, merely present with a real one. */
+export function expectRemembered(ctx: ScenarioContext, turn: TurnRecord, code: string): void {
+  if (ctx.scripted) {
+    const expected = `OK, I will remember the codeword ${code}.`;
+    ctx.check(turn.answer === expected, `first answer was ${q(turn.answer)}, expected ${q(expected)}`);
+  } else {
+    ctx.check(turn.answer !== null && turn.answer.trim() !== '', 'the first turn completed with an empty answer');
+  }
+}
+
+/** A recall answer proves the CLI sent the earlier turn again (the model keeps no memory). */
+export function expectRecalled(ctx: ScenarioContext, turn: TurnRecord, code: string): void {
+  if (ctx.scripted) {
+    const expected = `The codeword was ${code}.`;
+    ctx.check(turn.answer === expected, `recall answer was ${q(turn.answer)}, expected ${q(expected)}: the history did not reach the model`);
+  } else {
+    ctx.check((turn.answer ?? '').toUpperCase().includes(code.toUpperCase()), `recall answer ${q(turn.answer)} does not name the codeword ${code}: the history did not reach the model`);
+  }
+}
+
+/**
+ * The conversation requests of one session. The scripted model logs the CLI's own session key
+ * (Claude's session id, Codex's thread id); a CLI that sends none gets every request of the
+ * scenario (scenarios with one session only rely on that).
+ */
+export function sessionRequests(ctx: ScenarioContext, handle: AgentSessionHandle, mark = 0): ModelRequestLogEntry[] {
+  const id = handle.provider.nativeSessionId;
+  const all = ctx.model.since(mark);
+  if (id && all.some((r) => r.sessionKey === id)) return all.filter((r) => r.sessionKey === id);
+  return all;
+}
+
+/** The requests of a turn: those whose last user message is (contains) the turn's message. */
+export function turnRequests(ctx: ScenarioContext, text: string, mark = 0): ModelRequestLogEntry[] {
+  return ctx.model.carrying(text, mark);
+}
+
+export function eventNames(events: EventRecord[]): string[] {
+  return events.map((e) => e.event);
+}
+
+/** Non-empty, trimmed lines of a tool's output. */
+export function outputLines(output: string | undefined): string[] {
+  return (output ?? '').split('\n').map((l) => l.trim()).filter(Boolean);
+}
+
+export function sameList(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((v, i) => v === b[i]);
+}
+
+/** Where two texts first differ, for a failure message. */
+export function firstDifference(actual: string, expected: string): string {
+  let i = 0;
+  while (i < actual.length && i < expected.length && actual[i] === expected[i]) i++;
+  return `they differ at character ${i} of ${expected.length} (got ${q(actual.slice(i, i + 20))}, expected ${q(expected.slice(i, i + 20))}; got ${actual.length} characters)`;
+}
