@@ -10,7 +10,9 @@ export { ensurePrivateDir } from '../util/private-dir.js';
 /** Atomic write: temp file, fsync, rename; mode 0600. */
 export async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
   await refuseSymlink(file);
-  await writeFileAtomic(file, JSON.stringify(value, null, 2) + '\n', { mode: 0o600, fsync: true });
+  await writeFileAtomic(file, JSON.stringify(value, null, 2) + '\n', { mode: 0o600, fsync: true }).catch((err: unknown) => {
+    throw stateWriteError(err, file);
+  });
 }
 
 /** Appends one line to a JSONL log (0600), never through a symlink. */
@@ -18,13 +20,33 @@ export async function appendJsonLine(file: string, value: unknown): Promise<void
   const handle = await fs
     .open(file, fsConstants.O_WRONLY | fsConstants.O_APPEND | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW, 0o600)
     .catch((err: NodeJS.ErrnoException) => {
-      throw err.code === 'ELOOP' ? symlinkError(file) : err;
+      throw err.code === 'ELOOP' ? symlinkError(file) : stateWriteError(err, file);
     });
   try {
-    await handle.write(JSON.stringify(value) + '\n');
+    await handle.write(JSON.stringify(value) + '\n').catch((err: unknown) => {
+      throw stateWriteError(err, file);
+    });
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * The state directory itself failing (disk full, read-only, removed while cal runs) is a problem
+ * of the environment, reported like the other state-directory problems (usage), not as a bug.
+ * Writes are atomic, so what is on disk stays whole; a turn left open is settled by cal recover.
+ */
+export function stateWriteError(err: unknown, file: string): unknown {
+  const why: Record<string, string> = {
+    ENOSPC: 'no space left on the device',
+    EDQUOT: 'disk quota exceeded',
+    EROFS: 'the file system is read-only',
+    EIO: 'an I/O error',
+    ENOENT: 'its folder is gone (was the state directory removed while cal ran?)',
+  };
+  const reason = why[(err as NodeJS.ErrnoException).code ?? ''];
+  if (!reason) return err;
+  return new CalError('usage', `cannot write ${file}: ${reason}; fix that, then run cal recover to settle unfinished turns`);
 }
 
 function symlinkError(file: string): CalError {

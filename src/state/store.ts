@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { CalError } from '../errors.js';
 import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleId, HandleName, VersionProbe } from '../handles/schema.js';
-import { appendJsonLine, ensurePrivateDir, readJsonFile, readJsonLines, refuseSymlink, writeJsonAtomic } from './fs.js';
+import { appendJsonLine, ensurePrivateDir, readJsonFile, readJsonLines, refuseSymlink, stateWriteError, writeJsonAtomic } from './fs.js';
 import { LockDirectory } from './lock.js';
 import { resolveStateDir, stateLayout, type StateLayout } from './paths.js';
 import { TurnRecord } from './turns.js';
@@ -132,6 +132,10 @@ export class StateStore {
 
   async saveTurn(turn: TurnRecord): Promise<void> {
     const dir = this.turnsDir(turn.handleId);
+    // Not recursive: a state directory removed while cal runs is reported, not silently recreated.
+    await fs.mkdir(dir, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EEXIST') throw stateWriteError(err, dir);
+    });
     await ensurePrivateDir(dir);
     const checked = TurnRecord.parse({ ...turn, updatedAt: new Date().toISOString() });
     await writeJsonAtomic(path.join(dir, `${turn.id}.json`), checked);

@@ -121,19 +121,23 @@ describe('--timeout on a hung CLI (real Claude Code)', () => {
     expect(turn.answer).toBeNull();
     expect(view.provider.transcript.offset).toBe(before.provider.transcript.offset);
     expect(view.events.filter((e: { turn?: string }) => e.turn === turn.id).map((e: { event: string }) => e.event)).toEqual(['running']);
-    // The hung CLI is replaced: kill its pane, and the next continue resumes natively.
+    // The hung CLI is replaced: kill its pane; recover settles the open turn; the next continue
+    // resumes natively.
     expect((await cal(['kill-tmux', handle])).code).toBe(0);
+    const recover = await cal(['recover', '--json']);
+    expect(recover.json.turns).toEqual([expect.objectContaining({ turn: turn.id, status: 'lost' })]);
     const next = await cal(['continue', handle, '--json', 'What was the codeword?']);
     expect(next.code).toBe(0);
     expect(next.json.turn.answer).toBe('The codeword was MAPLE.');
     const after = (await cal(['inspect', handle, '--json'])).json;
     const settled = after.turns.find((t: { id: string }) => t.id === turn.id);
+    expect(settled.status).toBe('lost');
     recordFault({
       id: 'bound.timeout-hung-cli',
       area: 'bound',
       fault: 'the CLI hangs mid-turn (scripted model delays 60 s)',
       how: '`cal continue <h> --timeout 3` with `[[cal:delay=60000]]` (real Claude Code 2.1.328)',
-      outcome: `exit 14 (timeout) after ${(elapsed / 1000).toFixed(1)} s; turn record: status running with its turnKey and error.kind timeout, offset unchanged; kill-tmux + continue resumes natively (exit 0); the timed-out turn is then ${settled.status}`,
+      outcome: `exit 14 (timeout) after ${(elapsed / 1000).toFixed(1)} s; turn record: status running with its turnKey and error.kind timeout, offset unchanged; after kill-tmux, cal recover settles it ${settled.status} (exit ${recover.code}) and the next continue resumes natively (exit 0)`,
       state: 'handle valid',
       test: FILE,
     });

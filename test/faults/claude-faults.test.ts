@@ -202,4 +202,115 @@ describe('faults with the real Claude Code', () => {
       test: FILE,
     });
   });
+
+  const canMount = typeof process.getuid === 'function' && process.getuid() === 0;
+
+  /** Fills a filesystem to the last block; returns a function that frees the space again. */
+  async function fillDisk(dir: string): Promise<() => Promise<void>> {
+    const fillers: string[] = [];
+    for (let i = 0; i < 10_000; i++) {
+      const f = path.join(dir, `filler-${i}`);
+      fillers.push(f);
+      try {
+        await fs.writeFile(f, Buffer.alloc(i === 0 ? 1 << 20 : 512, 1));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOSPC') break;
+        throw err;
+      }
+    }
+    return async () => {
+      for (const f of fillers) await fs.rm(f, { force: true });
+    };
+  }
+
+  it.skipIf(!canMount)('disk full (small tmpfs) before and during a turn: typed error, handle intact, turn recoverable', async () => {
+    const base = path.join(root, 'diskfull');
+    await fs.mkdir(base, { recursive: true });
+    const mnt = path.join(base, 'mnt');
+    await fs.mkdir(mnt, { mode: 0o700 });
+    execSync(`mount -t tmpfs -o size=2m,mode=0700 tmpfs ${mnt}`);
+    try {
+      const state = path.join(mnt, 'state');
+      states.push(state);
+      const work = await makeWorkDir(base);
+      const cal = (args: string[]) => runCal(['--state-dir', state, ...args], { env });
+      const start = await cal(['start', '--provider', 'claude-code', '--cwd', work, 'Remember the codeword GINKGO.']);
+      expect(start.code).toBe(0);
+      const handle = handleFromStderr(start.stderr) ?? '';
+      const handleFile = path.join(state, 'handles', `${handle}.json`);
+      const before = await fs.readFile(handleFile, 'utf8');
+
+      // Full before the turn: nothing is sent, the handle is untouched.
+      let free = await fillDisk(mnt);
+      const turnsBefore = server.turnRequests().length;
+      const full = await cal(['continue', handle, '--json', 'What was the codeword?']);
+      await free();
+      expect(full.code).toBe(2);
+      expect(full.json.error).toMatchObject({ kind: 'usage', message: expect.stringMatching(/no space left on the device; .*cal recover/) });
+      expect(server.turnRequests().length).toBe(turnsBefore);
+      expect(await fs.readFile(handleFile, 'utf8')).toBe(before);
+
+      // Full during the turn: the end-of-turn writes fail; the old handle stays whole.
+      const child = execa('node', [calBin, '--state-dir', state, 'continue', handle, '--json', 'Slow turn [[cal:delay=3000]]'], { env, extendEnv: false, reject: false, stdin: 'ignore' });
+      for (let i = 0; i < 100 && (await readTurns(state, handle)).at(-1)?.status !== 'running'; i++) await sleep(100);
+      free = await fillDisk(mnt);
+      const mid = await child;
+      const midJson = parseJson(String(mid.stdout));
+      expect(mid.exitCode).toBe(2);
+      expect(midJson.error.message).toMatch(/no space left on the device/);
+      expect(await handleIsValid(state, handle)).toBe(true);
+      await free();
+      const rec = await cal(['recover', '--json']);
+      expect(rec.code).toBe(0);
+      expect(rec.json.turns).toEqual([expect.objectContaining({ before: 'running', status: 'completed', answer: 'Received: Slow turn' })]);
+      const next = await cal(['continue', handle, 'What was the codeword?']);
+      expect(next.stdout.trim()).toBe('The codeword was GINKGO.');
+      recordFault({
+        id: 'fault.disk-full',
+        area: 'fault',
+        fault: 'disk full while writing the handle and turn records',
+        how: 'state dir on a 2 MB tmpfs filled to the last block before a turn, and during one',
+        outcome: `before: exit ${full.code} (${full.json?.error?.kind}), nothing sent; during: exit ${mid.exitCode} (${midJson?.error?.kind ?? midJson?.turn?.status}); after freeing space recover settles the turn (${rec.json?.turns?.[0]?.status}) and the session continues`,
+        state: 'handle file never torn (atomic rename); schema-valid throughout',
+        test: FILE,
+      });
+    } finally {
+      execSync(`umount -l ${mnt}`);
+    }
+  });
+
+  it('state directory removed while cal waits on a turn: a typed error, no hang', async () => {
+    const s = await session('state-removed', 'HAZEL');
+    const socket = await tmuxSocketFor(path.join(s.state, 'tmux'));
+    const serverPid = Number((await execa('tmux', ['-S', socket, 'display-message', '-p', '#{pid}'])).stdout.trim());
+    const { done } = await s.slowContinue('Slow turn [[cal:delay=3000]]');
+    await fs.rm(s.state, { recursive: true, force: true });
+    const t0 = Date.now();
+    const run = await done;
+    const elapsed = Date.now() - t0;
+    // The tmux server lost its socket with the folder: cal cannot reach it any more, so the test
+    // ends it by pid (its own server, found before the removal).
+    let orphan = false;
+    try {
+      process.kill(serverPid, 0);
+      orphan = true;
+      process.kill(serverPid, 'SIGTERM');
+    } catch {
+      orphan = false;
+    }
+    expect(run.code).toBe(2);
+    expect(run.json.error).toMatchObject({ kind: 'usage', message: expect.stringMatching(/state directory removed while cal ran/) });
+    expect(elapsed).toBeLessThan(10_000);
+    // cal does not recreate a state directory that was removed under it.
+    expect(await fs.readdir(s.state).catch(() => null)).toBeNull();
+    recordFault({
+      id: 'fault.state-dir-removed',
+      area: 'fault',
+      fault: 'state directory removed (rm -rf) while cal waits on a turn',
+      how: '`rm -rf <state dir>` during a slow `cal continue`',
+      outcome: `exit ${run.code} (usage: "cannot write …: its folder is gone (was the state directory removed while cal ran?)") after ${(elapsed / 1000).toFixed(1)} s; the directory is not recreated${orphan ? "; the tmux server, whose socket went with the folder, keeps running unreachable (see docs/security.md)" : ''}`,
+      state: 'no handle left to corrupt; nothing recreated',
+      test: FILE,
+    });
+  });
 });
