@@ -21,6 +21,7 @@ import {
 import { newId, type EventRecord, type StateStore } from '../state/store.js';
 import { terminalStatuses, type TurnRecord, type TurnStatus } from '../state/turns.js';
 import { checkStability, dirIdentity, hashFile, sha256 } from './fingerprint.js';
+import { listCertifications, type CertificationSummary } from '../certify/results.js';
 
 /**
  * The agent-session layer: "continue this session with this message". Owns handles, the
@@ -290,6 +291,11 @@ export class AgentSessions {
   /** The command that attaches a terminal to the current pane, or null when there is none. */
   async attachCommand(ref: string): Promise<string[] | null> {
     return attachArgv((await this.store.loadHandle(ref)).provider);
+  }
+
+  /** Stored `cal certify` results for a provider's CLI version, one per mode (inspect shows them). */
+  async certification(provider: string, version: string): Promise<CertificationSummary[]> {
+    return (await listCertifications(this.store.layout.root)).filter((c) => c.provider === provider && c.version === version);
   }
 
   async list(): Promise<HandleSummary[]> {
