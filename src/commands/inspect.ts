@@ -1,6 +1,7 @@
 import { AgentSessions, type HandleView } from '../sessions/agent-sessions.js';
 import { StateStore } from '../state/store.js';
-import { age, eventDetail, oneLine, screenTail, splitPanes, toolLine } from '../tui/format.js';
+import { age, certificationText, eventDetail, oneLine, screenTail, splitPanes, toolLine } from '../tui/format.js';
+import { listCertifications, type CertificationSummary } from '../certify/results.js';
 import { renderError, type GlobalOptions } from './common.js';
 
 /**
@@ -20,22 +21,26 @@ export async function runInspect(ref: string | undefined, opts: { json?: boolean
     }
     if (ref === undefined) {
       const list = await sessions.list();
+      const certifications = await listCertifications(store.layout.root);
       if (opts.json) {
-        process.stdout.write(JSON.stringify({ handles: list.map(({ handle, lastTurn }) => ({ ...handle, lastTurn })) }) + '\n');
+        process.stdout.write(JSON.stringify({ handles: list.map(({ handle, lastTurn }) => ({ ...handle, lastTurn })), certifications }) + '\n');
       } else {
         for (const { handle, lastTurn } of list) {
           process.stdout.write(
             [handle.id, handle.name ?? '-', handle.provider.provider, handle.provider.cli?.version ?? '-', handle.provider.status, lastTurn?.status ?? '-', handle.updatedAt].join('\t') + '\n',
           );
         }
+        if (certifications.length > 0) process.stdout.write(certificationsText(certifications, Date.now()));
       }
       return 0;
     }
     const view = await sessions.describe(ref);
+    const cli = view.handle.provider.cli;
+    const certification = cli ? await sessions.certification(view.handle.provider.provider, cli.version) : [];
     const screen = view.currentPaneAlive ? await sessions.screen(ref).catch(() => null) : null;
     const attach = view.currentPaneAlive ? await sessions.attachCommand(ref) : null;
-    if (opts.json) process.stdout.write(JSON.stringify(viewJson(view, screen, attach)) + '\n');
-    else process.stdout.write(viewText(view, screen, attach, Date.now()));
+    if (opts.json) process.stdout.write(JSON.stringify({ ...viewJson(view, screen, attach), certification }) + '\n');
+    else process.stdout.write(viewText(view, screen, attach, Date.now(), cli ? certificationText(certification, Date.now()) : null));
     return 0;
   } catch (err) {
     return renderError(err, opts);
@@ -48,13 +53,21 @@ function viewJson(view: HandleView, screen: string | null, attach: string[] | nu
 
 const SCREEN_LINES = 15;
 
-function viewText(view: HandleView, screen: string | null, attach: string[] | null, now: number): string {
+/** `cal certify` results on record, after the handle lines (only when there are any). */
+function certificationsText(list: CertificationSummary[], now: number): string {
+  const lines = ['certifications'];
+  for (const c of list) lines.push(`  ${c.provider} ${c.version}: ${certificationText([c], now)}`);
+  return lines.join('\n') + '\n';
+}
+
+function viewText(view: HandleView, screen: string | null, attach: string[] | null, now: number, certified: string | null = null): string {
   const h = view.handle;
   const p = h.provider;
   const { current, archived } = splitPanes(view.panes);
   const lines = [
     `handle     ${h.id}${h.name ? ` (${h.name})` : ''}`,
     `provider   ${p.provider} via ${p.transport}, CLI ${p.cli?.version ?? '-'} at ${p.cli?.realPath ?? '-'}`,
+    ...(certified !== null ? [`certified  ${certified}`] : []),
     `model      ${p.model ?? '(CLI default)'}`,
     `cwd        ${h.config.workingDir.realPath}`,
     `native id  ${p.nativeSessionId ?? '(none yet)'}`,
