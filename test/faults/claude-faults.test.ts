@@ -179,7 +179,7 @@ describe('faults with the real Claude Code', () => {
       area: 'fault',
       fault: "the CLI's transcript file deleted between turns",
       how: '`rm` of the transcript, then `cal continue` into the live pane',
-      outcome: `exit ${run.code} (${run.json.error.kind}): ${run.json.error.message.slice(0, 140)}; turn ${after.turns.at(-1).status}`,
+      outcome: `exit ${run.code} (${run.json.error.kind}): "${run.json.error.message.replace(/\/\S+/g, '<path>')}"; turn ${after.turns.at(-1).status}`,
       state: 'handle valid (schema-checked)',
       test: FILE,
     });
