@@ -127,6 +127,7 @@ describe('cal inspect in a real terminal, and cal continue without Ink', () => {
     const text = await cal(['inspect', handle]);
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(/^handle {5}[a-z0-9]+ \(viewed\)$/m);
+    expect(text.stdout).toMatch(/^certified  none recorded \(see cal certify\)$/m);
     expect(text.stdout).toMatch(/^ {2}current  cal-\S+ %\d+ resume .* \(alive\)$/m);
     expect(text.stdout).toMatch(/^ {2}archived cal-\S+ %\d+ fresh .* ended \S+: pane gone$/m);
     expect(text.stdout).toMatch(/^screen of cal-\S+ %\d+ \(last 15 lines\)$/m);
@@ -166,6 +167,7 @@ describe('cal inspect in a real terminal, and cal continue without Ink', () => {
     expect(screen).toContain(`handle ${handle} (viewed) · chat`);
     expect(screen).toContain('provider   claude-code via tmux · model (CLI default)');
     expect(screen).toMatch(/CLI {8}2\.1\.328 at \S+claude\.exe/);
+    expect(screen).toContain('certified  none recorded (see cal certify)');
     expect(screen).toMatch(/current pane cal-\S+ %\d+ \(resume, started \d+[sm] ago\) ● alive/);
     expect(screen).toMatch(/cal-\S+ %\d+ \(fresh\) · started \d+[sm] ago · ended \d+[sm] ago \(\d\d:\d\d:\d\d\): pane gone/);
     // The live preview: Claude Code's own screen, framed, showing the resumed conversation.
