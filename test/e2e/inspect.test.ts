@@ -108,6 +108,7 @@ describe('cal inspect in a real terminal, and cal continue without Ink', () => {
     await viewer(['kill-server']);
     await killStateTmux(state);
     await server.close();
+    await fs.rm(root, { recursive: true, force: true });
   });
 
   it('builds a handle with one archived and one current pane', async () => {

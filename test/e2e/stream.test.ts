@@ -68,6 +68,7 @@ describe('--stream with Claude Code, end to end', () => {
   afterAll(async () => {
     await killStateTmux(state);
     await server.close();
+    await fs.rm(root, { recursive: true, force: true });
   });
 
   it('start --stream --json streams the first turn (tool call, its result, the text), then the final object', async () => {
