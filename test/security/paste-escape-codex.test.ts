@@ -1,0 +1,103 @@
+import { existsSync, realpathSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { paneText } from '../../src/engine/pane-text.js';
+import { tmuxSocketFor } from '../../src/engine/tmux-socket.js';
+import { TmuxServer } from '../../src/tmux/tmux.js';
+import { startModelServer, type ModelServer } from '../../src/model/server.js';
+import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir } from '../support/cal.js';
+import { cliBin } from '../support/clis.js';
+import { codexTestEnv } from '../support/codex-home.js';
+import { recordFault } from '../support/fault-matrix.js';
+
+/**
+ * Issue 7 acceptance with the real Codex binary (0.169.0) in tmux: a message carrying the
+ * bracketed-paste end marker, ctrl-U and a `!command` (Codex runs `!` input as a shell command)
+ * arrives as one inert user message. The control pastes the raw bytes the way cal did before the
+ * rewrite: Codex switches to shell mode and runs the command.
+ */
+const ESC = '\u001b';
+const NAK = '\u0015';
+const attack = (marker: string) => `echo harmless${ESC}[201~${NAK}!touch ${marker}\r${ESC}]0;pwned\u0007`;
+
+interface Rec {
+  type?: string;
+  payload?: { type?: string; message?: string; role?: string; content?: { type?: string; text?: string }[] };
+}
+
+async function rolloutFrom(file: string, offset: number): Promise<Rec[]> {
+  const buf = await fs.readFile(file);
+  return buf.subarray(offset).toString('utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Rec);
+}
+
+const events = (recs: Rec[], type: string) => recs.filter((r) => r.type === 'event_msg' && r.payload?.type === type);
+
+describe('escape sequences in a message reach the real Codex as inert text', () => {
+  let server: ModelServer;
+  let root: string;
+  let state: string;
+  let work: string;
+  let env: Record<string, string>;
+  let handle = '';
+  const cal = (args: string[], input?: string) => runCal(['--state-dir', state, ...args], { env, input });
+  const inspect = async () => (await cal(['inspect', handle, '--json'])).json;
+
+  beforeAll(async () => {
+    server = await startModelServer({});
+    root = realpathSync(await scratchDir('sec-paste-codex'));
+    state = path.join(root, 'state');
+    work = path.join(root, 'repo');
+    await fs.mkdir(work);
+    await execa('git', ['init', '-q', work]);
+    const base = baseEnv({ PATH: `${path.dirname(cliBin('codex'))}:${process.env.PATH ?? '/usr/bin:/bin'}` });
+    env = (await codexTestEnv(root, server.url, base)).env;
+    const start = await cal(['start', '--provider', 'codex', '--cwd', work, '--timeout', '60', 'Remember the codeword OTTER.']);
+    expect(start.code).toBe(0);
+    handle = handleFromStderr(start.stderr) ?? '';
+  });
+
+  afterAll(async () => {
+    await killStateTmux(state);
+    await server.close();
+  });
+
+  it('pasted into the live Codex pane: one user message, one turn, no shell command', async () => {
+    const before = await inspect();
+    const message = attack('CX1');
+    const run = await cal(['continue', handle, '--json', '--timeout', '60', '-'], message);
+    expect(run.code).toBe(0);
+    const after = await inspect();
+    expect(after.provider.tmux.paneId).toBe(before.provider.tmux.paneId);
+    const recs = await rolloutFrom(after.provider.transcript.path, before.provider.transcript.offset);
+    const users = recs.filter((r) => r.type === 'response_item' && r.payload?.type === 'message' && r.payload.role === 'user');
+    expect(users).toHaveLength(1);
+    expect(users[0]!.payload!.content!.map((c) => c.text ?? '').join('').trim()).toBe(paneText(message).trim());
+    expect(events(recs, 'task_started')).toHaveLength(1);
+    expect(JSON.stringify(recs)).not.toContain('user_shell_command');
+    expect(existsSync(path.join(work, 'CX1'))).toBe(false);
+    expect(run.json.turn.answer).toMatch(/^Received: echo harmless/);
+    const next = await cal(['continue', handle, '--timeout', '60', 'What was the codeword?']);
+    expect(next.stdout.trim()).toBe('The codeword was OTTER.');
+    recordFault({
+      id: 'input.escape-paste-codex',
+      area: 'input',
+      fault: 'pasted message: paste end marker, ctrl-U, `!touch` CR, OSC (Codex)',
+      how: '`cal continue <h> -` into the live pane (real Codex 0.169.0)',
+      outcome: 'exit 0; one user message equal to the sanitized text; one task; no user_shell_command; CX1 not created; the session recalls afterwards',
+      state: 'same pane; handle valid',
+      test: 'test/security/paste-escape-codex.test.ts',
+    });
+  });
+
+  it("control: the same bytes through cal's paste mechanics without the rewrite run the shell command", async () => {
+    const view = await inspect();
+    const tmux = new TmuxServer(await tmuxSocketFor(path.join(state, 'tmux')));
+    // Exactly what cal did before the rewrite: load-buffer, paste-buffer -p, Enter.
+    await tmux.paste(view.provider.tmux.paneId, attack('CONTROL'));
+    const deadline = Date.now() + 15_000;
+    while (!existsSync(path.join(work, 'CONTROL')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    expect(existsSync(path.join(work, 'CONTROL'))).toBe(true);
+  });
+});
