@@ -310,6 +310,11 @@ export const capabilityWords: Record<Capability, string> = {
   needsStableWorkingDir: 'sessions keyed by working directory',
 };
 
+/** Capabilities an adapter claims that no certification backs (must be none). */
+export function uncoveredCapabilities(capabilities: Capabilities): Capability[] {
+  return (Object.keys(capabilities) as Capability[]).filter((cap) => capabilities[cap] && !certifications.some((c) => c.capability === cap));
+}
+
 export type PlannedCert = { cert: Certification; run: true } | { cert: Certification; run: false; reason: string };
 
 /**
