@@ -224,19 +224,28 @@ export class ScenarioContext {
 
   /** A start that must complete; anything else fails the scenario with the CLI's own words. */
   async startCompleted(message: string, opts: Parameters<ScenarioContext['start']>[1]): Promise<TurnResult> {
-    const run = await this.start(message, opts).catch((err: unknown) => {
-      throw new CertFailure(`start failed: ${errorText(err)}`);
+    const run = await this.start(message, opts).catch(async (err: unknown) => {
+      throw new CertFailure(`start "${short(message, 32)}" failed: ${errorText(err)}${await this.screenHint(errorHandle(err))}`);
     });
-    this.check(run.turn.status === 'completed', `start ended ${run.turn.status}${run.turn.error ? `: ${run.turn.error.message}` : ''}`);
+    this.check(run.turn.status === 'completed', `start "${short(message, 32)}" ended ${run.turn.status}${run.turn.error ? `: ${run.turn.error.message}` : ''}${await this.screenHint(run.handle.id)}`);
     return run;
   }
 
   async continueCompleted(ref: string, message: string, opts: Parameters<ScenarioContext['continue']>[2] = {}): Promise<TurnResult> {
-    const run = await this.continue(ref, message, opts).catch((err: unknown) => {
-      throw new CertFailure(`continue failed: ${errorText(err)}`);
+    const run = await this.continue(ref, message, opts).catch(async (err: unknown) => {
+      throw new CertFailure(`continue "${short(message, 32)}" failed: ${errorText(err)}${await this.screenHint(ref)}`);
     });
-    this.check(run.turn.status === 'completed', `continue ended ${run.turn.status}${run.turn.error ? `: ${run.turn.error.message}` : ''}`);
+    this.check(run.turn.status === 'completed', `continue "${short(message, 32)}" ended ${run.turn.status}${run.turn.error ? `: ${run.turn.error.message}` : ''}${await this.screenHint(ref)}`);
     return run;
+  }
+
+  /** The last lines of a session's pane, as a diagnostic for a failure (never an answer). */
+  async screenHint(ref: string | null): Promise<string> {
+    if (!ref) return '';
+    const screen = await this.sessions.screen(ref).catch(() => null);
+    if (!screen) return '';
+    const lines = screen.split('\n').map((l) => l.trim()).filter((l) => l && !/^[─━═-]+$/.test(l));
+    return lines.length ? ` [screen: ${short(lines.slice(-6).join(' / '), 400)}]` : '';
   }
 
   /** The turns of a handle as cal recorded them. */
@@ -342,6 +351,11 @@ export class ScenarioContext {
 export function errorText(err: unknown): string {
   if (err && typeof err === 'object' && 'kind' in err && 'message' in err) return `${String((err as { kind: unknown }).kind)}: ${String((err as { message: unknown }).message)}`;
   return err instanceof Error ? err.message : String(err);
+}
+
+export function errorHandle(err: unknown): string | null {
+  const handle = err && typeof err === 'object' && 'details' in err ? (err as { details?: { handle?: unknown } }).details?.handle : undefined;
+  return typeof handle === 'string' ? handle : null;
 }
 
 export function errorKind(err: unknown): string | null {

@@ -66,7 +66,7 @@ describe('cal certify --provider claude-code', () => {
     expect(lines[1]).toMatch(/^mode: scripted model on 127\.0\.0\.1 \(offline/);
     expect(lines[3]).toMatch(/^ID +PRI RESULT +TIME {2}EVIDENCE$/);
     expect(lines[4]).toMatch(/^CertFreshLaunch +P0 {2}pass +\d+\.\ds {2}model saw 1 user message/);
-    expect(lines[5]).toMatch(/^CertSlowToolNoFalseIdle +P0 {2}FAIL +\d+\.\ds {2}continue ended lost/);
+    expect(lines[5]).toMatch(/^CertSlowToolNoFalseIdle +P0 {2}FAIL +\d+\.\ds {2}continue ".*" ended lost/);
     expect(lines[6]).toMatch(/^CertStructuredResume +P0 {2}skip +- {2}claude-code does not claim structuredTransport/);
     expect(run.stdout).toMatch(/^NOT CERTIFIED: claude-code 2\.1\.328 \(only 3 selected\): 1 passed, 1 failed \(1 P0\), 1 skipped in /m);
     expect(run.stderr.trim()).toBe('cal: certification_failed: 1 certification failed for claude-code 2.1.328: CertSlowToolNoFalseIdle');

@@ -82,6 +82,11 @@ describe('the certification registry', () => {
     expect(only.map((p) => p.cert.id)).toEqual(['CertFreshLaunch', 'CertCleanup']);
   });
 
+  it('docs/certify.md lists every certification with its priority and capability', () => {
+    const doc = readFileSync(path.join(repoRoot, 'docs', 'certify.md'), 'utf8');
+    for (const c of certifications) expect(doc, c.id).toContain(`| \`${c.id}\` | ${c.priority} | ${c.capability} |`);
+  });
+
   it('certify never reaches below the sessions layer (no tmux, no engine)', () => {
     const dir = path.join(repoRoot, 'src', 'certify');
     const files = (readdirSync(dir, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts'));
