@@ -96,8 +96,13 @@ describe('escape sequences in a message reach the real Codex as inert text', () 
     const tmux = new TmuxServer(await tmuxSocketFor(path.join(state, 'tmux')));
     // Exactly what cal did before the rewrite: load-buffer, paste-buffer -p, Enter.
     await tmux.paste(view.provider.tmux.paneId, attack('CONTROL'));
-    const deadline = Date.now() + 15_000;
-    while (!existsSync(path.join(work, 'CONTROL')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    // As cal's engine does when the CLI has not taken a message, press Enter again now and then
+    // (under load the TUI can swallow the first one).
+    const deadline = Date.now() + 25_000;
+    for (let i = 1; !existsSync(path.join(work, 'CONTROL')) && Date.now() < deadline; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      if (i % 20 === 0) await tmux.sendKeys(view.provider.tmux.paneId, ['Enter']);
+    }
     expect(existsSync(path.join(work, 'CONTROL'))).toBe(true);
   });
 });
