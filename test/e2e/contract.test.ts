@@ -198,7 +198,8 @@ describe('the continuation contract', () => {
 
   it('one continuation per handle: without --wait 9 of 10 get busy (5); with --wait all run in arrival order', async () => {
     const h = await startSession();
-    const holder = cal(['continue', h, 'Slow one [[cal:delay=3000]]']);
+    // The holder's turn outlasts the rivals' start-up even on a loaded machine.
+    const holder = cal(['continue', h, 'Slow one [[cal:delay=10000]]']);
     await waitForTurnStatus(h, 'running');
     const rivals = await Promise.all(Array.from({ length: 9 }, (_, i) => cal(['continue', h, '--json', `rival ${i}`])));
     expect(rivals.map((r) => r.code)).toEqual(Array(9).fill(5));
