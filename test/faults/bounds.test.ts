@@ -7,6 +7,7 @@ import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir } from '..
 import { claudeTestEnv, makeWorkDir } from '../support/claude-home.js';
 import { repoRoot } from '../support/clis.js';
 import { recordFault } from '../support/fault-matrix.js';
+import { removeScratch } from '../support/scratch.js';
 
 /**
  * Issue 7 bounds: a 1 GB transcript is tailed from its stored offset without being loaded, and
@@ -100,6 +101,7 @@ describe('--timeout on a hung CLI (real Claude Code)', () => {
   afterAll(async () => {
     await killStateTmux(state);
     await server.close();
+    await removeScratch(root);
   });
 
   it('ends with the timeout error (exit 14) and a consistent turn record; the session goes on', async () => {

@@ -10,6 +10,7 @@ import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir, type CalR
 import { claudeTestEnv, makeWorkDir } from '../support/claude-home.js';
 import { calBin } from '../support/clis.js';
 import { recordFault } from '../support/fault-matrix.js';
+import { removeScratch } from '../support/scratch.js';
 
 /**
  * Issue 7 faults with the real Claude Code binary in real tmux. Each fault ends in a typed error
@@ -42,6 +43,7 @@ describe('faults with the real Claude Code', () => {
   afterAll(async () => {
     for (const s of states) await killStateTmux(s).catch(() => undefined);
     await server.close();
+    await removeScratch(root);
   });
 
   /** A fresh state dir and session that remembers a codeword. */
@@ -229,9 +231,8 @@ describe('faults with the real Claude Code', () => {
     const mnt = path.join(base, 'mnt');
     await fs.mkdir(mnt, { mode: 0o700 });
     execSync(`mount -t tmpfs -o size=2m,mode=0700 tmpfs ${mnt}`);
+    const state = path.join(mnt, 'state');
     try {
-      const state = path.join(mnt, 'state');
-      states.push(state);
       const work = await makeWorkDir(base);
       const cal = (args: string[]) => runCal(['--state-dir', state, ...args], { env });
       const start = await cal(['start', '--provider', 'claude-code', '--cwd', work, 'Remember the codeword GINKGO.']);
@@ -275,6 +276,8 @@ describe('faults with the real Claude Code', () => {
         test: FILE,
       });
     } finally {
+      // The tmux socket lives on the tmpfs: end the server before the mount goes.
+      await killStateTmux(state);
       execSync(`umount -l ${mnt}`);
     }
   });

@@ -11,6 +11,7 @@ import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir } from '..
 import { cliBin } from '../support/clis.js';
 import { codexTestEnv } from '../support/codex-home.js';
 import { recordFault } from '../support/fault-matrix.js';
+import { removeScratch } from '../support/scratch.js';
 
 /**
  * Issue 7 acceptance with the real Codex binary (0.169.0) in tmux: a message carrying the
@@ -61,6 +62,7 @@ describe('escape sequences in a message reach the real Codex as inert text', () 
   afterAll(async () => {
     await killStateTmux(state);
     await server.close();
+    await removeScratch(root);
   });
 
   it('pasted into the live Codex pane: one user message, one turn, no shell command', async () => {

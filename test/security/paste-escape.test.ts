@@ -9,6 +9,7 @@ import { startModelServer, type ModelServer } from '../../src/model/server.js';
 import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir } from '../support/cal.js';
 import { claudeTestEnv, makeWorkDir } from '../support/claude-home.js';
 import { recordFault } from '../support/fault-matrix.js';
+import { removeScratch } from '../support/scratch.js';
 
 /**
  * Issue 7 acceptance with the real Claude Code binary: messages that carry terminal escapes
@@ -76,6 +77,7 @@ describe('escape sequences in a message reach the real Claude Code as inert text
   afterAll(async () => {
     await killStateTmux(state);
     await server.close();
+    await removeScratch(root);
   });
 
   it('a first message with escapes goes through the launch argv as inert text', async () => {

@@ -7,6 +7,7 @@ import { startModelServer, type ModelServer } from '../../src/model/server.js';
 import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir, type CalRun } from '../support/cal.js';
 import { claudeTestEnv, makeWorkDir } from '../support/claude-home.js';
 import { recordFault } from '../support/fault-matrix.js';
+import { removeScratch } from '../support/scratch.js';
 
 /**
  * Issue 7: keys and tokens from the environment never reach handles, turn records, events, logs,
@@ -64,6 +65,7 @@ describe('secrets from the environment never leave it', () => {
   afterAll(async () => {
     await killStateTmux(state);
     await server.close();
+    await removeScratch(root);
   });
 
   it('a session through every output path, then nothing in the state dir or any output holds a secret', async () => {

@@ -9,6 +9,7 @@ import { parseHandleRef } from '../../src/state/store.js';
 import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir } from '../support/cal.js';
 import { claudeTestEnv, makeWorkDir } from '../support/claude-home.js';
 import { recordFault } from '../support/fault-matrix.js';
+import { removeScratch } from '../support/scratch.js';
 
 /**
  * Issue 7: handle references, the state directory and cal's tmux socket, reached the way a user
@@ -61,6 +62,7 @@ describe('handle references, state directory and tmux socket', () => {
   afterAll(async () => {
     await killStateTmux(state);
     await server.close();
+    await removeScratch(root);
   });
 
   it('path-like handle references are usage errors (exit 2) for every command, before any file is touched', async () => {

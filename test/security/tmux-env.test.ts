@@ -7,6 +7,7 @@ import { tmuxSocketFor } from '../../src/engine/tmux-socket.js';
 import { TmuxServer } from '../../src/tmux/tmux.js';
 import { scratchDir } from '../support/cal.js';
 import { recordFault } from '../support/fault-matrix.js';
+import { removeScratch } from '../support/scratch.js';
 
 /**
  * A pane's environment (which holds the user's keys) never appears in a process's argv, which
@@ -45,6 +46,7 @@ describe('pane environments stay out of argv', () => {
 
   afterAll(async () => {
     await tmux.killServer();
+    await removeScratch(root);
   });
 
   it('no secret in any process argv; a second pane gets exactly its own environment', async () => {
