@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import lockfile from 'proper-lockfile';
 import { z } from 'zod';
 import writeFileAtomic from 'write-file-atomic';
 
@@ -38,6 +39,20 @@ export function isManagedHome(env: Record<string, string>): boolean {
 
 export async function preAnswerDialogs(env: Record<string, string>, cwd: string): Promise<void> {
   const file = claudeJsonPath(env);
+  await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  // A running Claude Code rewrites this file under proper-lockfile's lock `<file>.lock`, re-reading
+  // and merging `projects` under it. A write outside that lock can be lost to the CLI's own write
+  // (found by cal certify: a second session's trust entry vanished and its pane sat at the trust
+  // dialog), so cal takes the same lock.
+  const release = await lockfile.lock(file, { lockfilePath: `${file}.lock`, realpath: false, stale: 10_000, retries: { retries: 50, minTimeout: 20, maxTimeout: 200 } });
+  try {
+    await preAnswerLocked(env, cwd, file);
+  } finally {
+    await release().catch(() => undefined);
+  }
+}
+
+async function preAnswerLocked(env: Record<string, string>, cwd: string, file: string): Promise<void> {
   let current: z.infer<typeof ClaudeJson> = {};
   try {
     const parsed = ClaudeJson.safeParse(JSON.parse(await fs.readFile(file, 'utf8')));

@@ -15,7 +15,7 @@ export async function concurrentContinuationBusy(ctx: ScenarioContext): Promise<
   const mark = ctx.scripted ? ctx.model.mark() : 0;
   // Two cal processes continue the same handle at the same moment.
   const started = Date.now();
-  const delay = ctx.scripted ? ' [[cal:delay=2500]]' : '';
+  const delay = ctx.scripted ? ' [[cal:delay=4000]]' : '';
   const [ra, rb] = await Promise.all([ctx.cal(['continue', handle.id, '--json', `${a}${delay}`]), ctx.cal(['continue', handle.id, '--json', `${b}${delay}`])]);
   const codes = [ra.code, rb.code].sort();
   ctx.check(codes[0] === 0 && codes[1] === 5, `the two concurrent continuations exited ${ra.code} and ${rb.code}, expected one 0 and one 5 (busy)`);
