@@ -381,13 +381,7 @@ export class AgentSessions {
     // Reload under the lock: the previous holder may have changed panes or offsets.
     let handle = await this.store.loadHandle(handleId);
     const message = journal.turn.message;
-    const config: SessionConfig = {
-      cwd: handle.config.workingDir.realPath,
-      model: handle.config.model,
-      systemPrompt: handle.config.systemPrompt,
-      mcpConfigPath: handle.config.mcpConfigPath,
-      toolPolicy: handle.config.toolPolicy,
-    };
+    const config = sessionConfig(handle);
     const hooks: EngineHooks = {
       emit: (event: ProviderEvent, detail?: Record<string, unknown>) => this.event(handle.id, event, journal.turn.id, detail, req.onEvent),
       onSending: async () => {
@@ -537,13 +531,7 @@ export class AgentSessions {
       return { action: 'delivered', start: false };
     }
     const adapter = cliAdapter(handle.provider.provider);
-    const config: SessionConfig = {
-      cwd: handle.config.workingDir.realPath,
-      model: handle.config.model,
-      systemPrompt: handle.config.systemPrompt,
-      mcpConfigPath: handle.config.mcpConfigPath,
-      toolPolicy: handle.config.toolPolicy,
-    };
+    const config = sessionConfig(handle);
     const mayHaveBeenSent = turn.status === 'sending' || turn.status === 'running';
     if (mayHaveBeenSent && (handle.provider.transcript || handle.provider.tmux)) {
       const seen = await observeRecordedTurn(adapter, handle.provider, config, turn.message, sentAt, env);
@@ -593,6 +581,17 @@ export class AgentSessions {
     await this.store.appendEvent(record);
     sink?.(record);
   }
+}
+
+/** What the adapter needs of the session's recorded configuration. */
+function sessionConfig(handle: AgentSessionHandle): SessionConfig {
+  return {
+    cwd: handle.config.workingDir.realPath,
+    model: handle.config.model,
+    systemPrompt: handle.config.systemPrompt,
+    mcpConfigPath: handle.config.mcpConfigPath,
+    toolPolicy: handle.config.toolPolicy,
+  };
 }
 
 function errorKindFor(status: TurnOutcome['status']): string {
