@@ -115,8 +115,11 @@ export interface CliAdapter {
   launch(req: LaunchRequest): LaunchPlan;
   /** Find the transcript the CLI wrote for our first message; null while it is not there yet. */
   bindTranscript(req: BindRequest): Promise<TranscriptBinding | null>;
-  /** A fresh observer that recognises our message and the end of its turn. */
-  observeTurn(message: string): TurnObserver;
+  /**
+   * A fresh observer that recognises our message and the end of its turn. Records written
+   * before `notBefore` (when given) are never taken for our message.
+   */
+  observeTurn(message: string, notBefore?: Date): TurnObserver;
   /** The text to paste for a message (e.g. guard a leading '/' or '!'). */
   pasteText(message: string): string;
   structured?: StructuredTransport;

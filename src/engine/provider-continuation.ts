@@ -3,7 +3,7 @@ import type { PaneRecord, PinnedCli, ProviderHandle, TmuxLocation } from '../han
 import type { ToolActivity } from '../state/turns.js';
 import { TmuxServer } from '../tmux/tmux.js';
 import { paneMessage } from './pane-text.js';
-import { readJsonlFrom, waitForChange } from '../transcripts/jsonl-tail.js';
+import { lastLineBoundary, readJsonlFrom, waitForChange } from '../transcripts/jsonl-tail.js';
 import type { CliAdapter, SessionConfig, TurnObserver } from '../adapters/types.js';
 import { checkPinned } from '../adapters/resolve.js';
 
@@ -168,7 +168,7 @@ export async function observeRecordedTurn(
 ): Promise<RecordedTurn> {
   message = paneMessage(message);
   const paneAlive = handle.tmux ? await new TmuxServer(handle.tmux.socket).isPaneAlive(handle.tmux.paneId) : false;
-  const observer = adapter.observeTurn(message);
+  const observer = adapter.observeTurn(message, sentAt);
   if (!handle.transcript) {
     const bound = await adapter.bindTranscript({ env, config, sessionId: handle.pendingSessionId, message, sentAt });
     if (bound) handle = { ...handle, nativeSessionId: bound.sessionId, pendingSessionId: null, transcript: { path: bound.path, offset: 0 } };
@@ -193,6 +193,16 @@ export async function observeRecordedTurn(
     }
   }
   return { observation: observer.observation, tools: observer.tools, paneAlive, handle };
+}
+
+/**
+ * Moves the stored offset past everything the transcript holds now: the records of a turn that
+ * was lost belong to the past, so the next turn (even with the same text) is matched after them.
+ */
+export async function skipPastTranscript(handle: ProviderHandle): Promise<ProviderHandle> {
+  if (!handle.transcript) return handle;
+  const end = await lastLineBoundary(handle.transcript.path);
+  return end > handle.transcript.offset ? { ...handle, transcript: { ...handle.transcript, offset: end } } : handle;
 }
 
 /**
@@ -227,7 +237,7 @@ async function follow(
   opts: EngineOptions,
   pasted: boolean,
 ): Promise<{ handle: ProviderHandle; outcome: TurnOutcome }> {
-  const observer = adapter.observeTurn(message);
+  const observer = adapter.observeTurn(message, sentAt);
   const paneId = (handle.tmux as TmuxLocation).paneId;
   const deadline = Date.now() + opts.timeoutMs;
   let transcriptPath = handle.transcript?.path ?? null;

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { apiAdapter, cliAdapter } from '../adapters/registry.js';
 import type { SessionConfig, TurnObserver } from '../adapters/types.js';
 import { continueProvider, startProvider } from '../engine/continuation.js';
-import { awaitRecordedTurn, observeRecordedTurn, type EngineHooks, type EngineOptions, type ProviderEvent, type TurnOutcome } from '../engine/provider-continuation.js';
+import { awaitRecordedTurn, observeRecordedTurn, skipPastTranscript, type EngineHooks, type EngineOptions, type ProviderEvent, type TurnOutcome } from '../engine/provider-continuation.js';
 import { isProcessAlive, processStartTime, type HeldLock } from '../state/lock.js';
 import { historyFile, readHistory, writeHistory } from './api-history.js';
 import { attachArgv, killTransport, transportAlive, transportScreen } from '../engine/transport.js';
@@ -495,7 +495,9 @@ export class AgentSessions {
             if (plan.handle) await this.store.saveHandle({ ...(await this.store.loadHandle(handleId)), provider: plan.handle });
             await this.executeTurn(handleId, journal, req, { kind: 'await', sentAt: new Date(current.createdAt) });
             break;
-          case 'marked_lost':
+          case 'marked_lost': {
+            const lostHandle = await this.store.loadHandle(handleId);
+            await this.store.saveHandle({ ...lostHandle, provider: await skipPastTranscript(lostHandle.provider) });
             await journal.set('lost', { error: { kind: 'lost', message: 'the pane ended before the turn recorded its end (found by cal recover)' } });
             await this.event(handleId, 'lost', current.id, { recovered: true }, req.onEvent);
             if (req.retryLost) {
@@ -504,6 +506,7 @@ export class AgentSessions {
               return item('retried_lost', fresh.turn);
             }
             break;
+          }
           case 'delivered':
             await this.executeTurn(handleId, journal, req, { kind: plan.start ? 'start' : 'continue' });
             break;

@@ -138,3 +138,28 @@ export function waitForChange(file: string, timeoutMs: number, pollMs = 200): Pr
     }
   });
 }
+
+/** Byte offset just past the last complete line of a file (0 when it is missing or has none). */
+export async function lastLineBoundary(file: string): Promise<number> {
+  let fh: fs.FileHandle;
+  try {
+    fh = await fs.open(file, 'r');
+  } catch {
+    return 0;
+  }
+  try {
+    const { size } = await fh.stat();
+    let end = size;
+    while (end > 0) {
+      const len = Math.min(CHUNK, end);
+      const buf = Buffer.allocUnsafe(len);
+      await fh.read(buf, 0, len, end - len);
+      const nl = buf.lastIndexOf(10);
+      if (nl !== -1) return end - len + nl + 1;
+      end -= len;
+    }
+    return 0;
+  } finally {
+    await fh.close();
+  }
+}

@@ -196,6 +196,19 @@ describe('the continuation contract', () => {
     expect(turns.at(-1).error.kind).toBe('timeout');
   });
 
+  it('a message sent again with the same text after a timed-out turn is matched to its own turn', async () => {
+    const h = await startSession('Remember the codeword LISBON.');
+    const message = 'Once more, what was the codeword? [[cal:delay=3000]]';
+    const first = await cal(['continue', h, '--timeout', '2', '--json', message]);
+    expect(first.code).toBe(14);
+    const second = await cal(['continue', h, '--json', message]);
+    expect(second.code, second.stdout).toBe(0);
+    expect(second.json.turn.answer).toBe('The codeword was LISBON.');
+    const turns = (await inspect(h)).turns.filter((t: any) => t.message === message);
+    expect(turns).toHaveLength(2);
+    expect(turns[1].turnKey).not.toBe(turns[0].turnKey);
+  });
+
   it('one continuation per handle: without --wait 9 of 10 get busy (5); with --wait all run in arrival order', async () => {
     const h = await startSession();
     // The holder's turn outlasts the rivals' start-up even on a loaded machine.

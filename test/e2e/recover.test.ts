@@ -140,6 +140,23 @@ describe('durable turns and cal recover', () => {
     expect(recall.stdout.trim()).toBe('The codeword was ECHO.');
   });
 
+  it('a turn whose pane died with its cal is lost; --retry-lost sends it again through native resume', async () => {
+    const h = await startSession('GOLF');
+    const message = 'What was the codeword? [[cal:delay=4000]]';
+    const run = spawnCal(['continue', h, message]);
+    await until(async () => (await lastTurn(h))?.status === 'running', 'the turn to run');
+    await kill9(run.child);
+    await cal(['kill-tmux', h]);
+    const dry = await cal(['recover', '--dry-run', '--json']);
+    expect(dry.json.turns.find((t: any) => t.handle === h)).toMatchObject({ action: 'marked_lost' });
+    const rec = await cal(['recover', '--retry-lost', '--json']);
+    const item = rec.json.turns.find((t: any) => t.handle === h);
+    expect(item).toMatchObject({ action: 'retried_lost', status: 'completed', answer: 'The codeword was GOLF.' });
+    const turns = (await cal(['inspect', h, '--json'])).json.turns;
+    expect(turns.filter((t: any) => t.message === message).map((t: any) => t.status)).toEqual(['lost', 'completed']);
+    expect(rec.code).toBe(0);
+  });
+
   it('two concurrent recovers never deliver the same message twice', async () => {
     const h = await startSession('FOXTROT');
     const message = 'What was the codeword? (two recovers)';

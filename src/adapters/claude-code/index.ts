@@ -90,8 +90,8 @@ export const claudeCodeAdapter: CliAdapter = {
     return null;
   },
 
-  observeTurn(message: string) {
-    return new ClaudeTurnObserver(message);
+  observeTurn(message: string, notBefore?: Date) {
+    return new ClaudeTurnObserver(message, notBefore);
   },
 
   async scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>): Promise<Record<string, string>> {

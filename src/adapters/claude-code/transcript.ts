@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ToolActivity } from '../../handles/tool-activity.js';
+import { olderThan } from '../record-time.js';
 import type { TurnObservation, TurnObserver } from '../types.js';
 
 /**
@@ -113,7 +114,10 @@ export class ClaudeTurnObserver implements TurnObserver {
   private lastAnswer: string | null = null;
   private readonly toolIndex = new Map<string, ToolActivity>();
 
-  constructor(message: string) {
+  constructor(
+    message: string,
+    private readonly notBefore?: Date,
+  ) {
     this.needle = normaliseForMatch(message);
   }
 
@@ -129,7 +133,7 @@ export class ClaudeTurnObserver implements TurnObserver {
       return;
     }
     if (this.observation.phase === 'waiting') {
-      if (rec.kind !== 'user' || rec.record.isMeta) return;
+      if (rec.kind !== 'user' || rec.record.isMeta || olderThan(value, this.notBefore)) return;
       const text = userText(rec.record);
       if (text === null || text.startsWith(INTERRUPT_PREFIX)) return;
       if (rec.record.origin && rec.record.origin.kind !== 'human') return;

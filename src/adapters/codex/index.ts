@@ -88,8 +88,8 @@ export const codexAdapter: CliAdapter = {
     return pick;
   },
 
-  observeTurn(message: string) {
-    return new CodexTurnObserver(message);
+  observeTurn(message: string, notBefore?: Date) {
+    return new CodexTurnObserver(message, notBefore);
   },
 
   pasteText(message: string): string {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ToolActivity } from '../../handles/tool-activity.js';
+import { olderThan } from '../record-time.js';
 import type { TurnObservation, TurnObserver } from '../types.js';
 
 /**
@@ -245,7 +246,10 @@ export class CodexTurnObserver implements TurnObserver {
   private openTurn: string | null = null;
   private lastAnswer: string | null = null;
 
-  constructor(message: string) {
+  constructor(
+    message: string,
+    private readonly notBefore?: Date,
+  ) {
     this.needle = normaliseForMatch(message);
   }
 
@@ -261,7 +265,7 @@ export class CodexTurnObserver implements TurnObserver {
       return;
     }
     if (this.observation.phase === 'waiting') {
-      this.whileWaiting(rec);
+      if (!olderThan(value, this.notBefore)) this.whileWaiting(rec);
       return;
     }
     switch (rec.kind) {
