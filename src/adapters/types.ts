@@ -88,6 +88,9 @@ export interface TurnObserver {
   readonly unknownRecords: number;
 }
 
+/** What a turn shows while it runs (for --stream and the spinner). */
+export type TurnProgress = Pick<TurnObserver, 'observation' | 'tools' | 'partialAnswer'>;
+
 export interface StructuredTurnResult {
   sessionId: string;
   status: 'completed' | 'failed' | 'interrupted';
@@ -98,7 +101,7 @@ export interface StructuredTurnResult {
 }
 
 export interface StructuredTransport {
-  run(req: LaunchRequest & { timeoutMs: number }): Promise<StructuredTurnResult>;
+  run(req: LaunchRequest & { timeoutMs: number; onProgress?: (progress: TurnProgress) => void }): Promise<StructuredTurnResult>;
 }
 
 export interface CliAdapter {

@@ -1,6 +1,7 @@
 import { exitCodes } from '../errors.js';
 import { AgentSessions, type RecoverItem } from '../sessions/agent-sessions.js';
-import { StateStore } from '../state/store.js';
+import { StateStore, type EventRecord } from '../state/store.js';
+import { createProgress } from './progress.js';
 import { recoverRuns } from '../workflow/runner.js';
 import { eventPrinter, passThroughEnv, renderError, type GlobalOptions } from './common.js';
 
@@ -20,9 +21,21 @@ export async function runRecover(opts: RecoverOptions, global: GlobalOptions): P
     const store = await StateStore.open(global.stateDir);
     const sessions = new AgentSessions(store);
     const env = passThroughEnv();
-    // Turns first (from the transcripts), then the runs they belong to, from the phase they reached.
-    const items = await sessions.recover({ dryRun: opts.dryRun, retryLost: opts.retryLost, env, onEvent: eventPrinter(opts) });
-    const runs = await recoverRuns(store, sessions, { env, dryRun: opts.dryRun, onEvent: eventPrinter(opts) });
+    const progress = await createProgress({ json: opts.json, initial: 'recovering' });
+    const printEvent = eventPrinter(opts);
+    const onEvent = (e: EventRecord) => {
+      printEvent?.(e);
+      progress.onEvent(e);
+    };
+    let items: RecoverItem[];
+    let runs: Awaited<ReturnType<typeof recoverRuns>>;
+    try {
+      // Turns first (from the transcripts), then the runs they belong to, from the phase they reached.
+      items = await sessions.recover({ dryRun: opts.dryRun, retryLost: opts.retryLost, env, onEvent });
+      runs = await recoverRuns(store, sessions, { env, dryRun: opts.dryRun, onEvent });
+    } finally {
+      progress.stop();
+    }
     if (opts.json) process.stdout.write(JSON.stringify({ dryRun: Boolean(opts.dryRun), turns: items, runs }) + '\n');
     else {
       for (const r of runs) process.stdout.write(`run ${r.run}\t${r.status}${r.skipped ? `\t[${r.skipped}]` : ''}\n`);

@@ -4,7 +4,7 @@ import type { ToolActivity } from '../state/turns.js';
 import { TmuxServer } from '../tmux/tmux.js';
 import { paneMessage } from './pane-text.js';
 import { lastLineBoundary, readJsonlFrom, waitForChange } from '../transcripts/jsonl-tail.js';
-import type { CliAdapter, SessionConfig, TurnObserver } from '../adapters/types.js';
+import type { CliAdapter, SessionConfig, TurnObserver, TurnProgress } from '../adapters/types.js';
 import { checkPinned } from '../adapters/resolve.js';
 
 /**
@@ -33,7 +33,7 @@ export interface EngineHooks {
   /** Called whenever the provider handle changed and must be saved (pane, id, offset). */
   onHandleChanged(handle: ProviderHandle, panes: PaneChange): Promise<void>;
   /** Partial progress for --stream. */
-  onProgress?(observer: TurnObserver): void;
+  onProgress?(progress: TurnProgress): void;
 }
 
 export interface PaneChange {

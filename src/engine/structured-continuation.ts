@@ -32,6 +32,7 @@ export async function runStructuredTurn(
     sessionId: handle.nativeSessionId,
     message,
     timeoutMs: opts.timeoutMs,
+    onProgress: opts.hooks.onProgress,
   });
   handle = {
     ...handle,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { apiAdapter, cliAdapter } from '../adapters/registry.js';
-import type { SessionConfig, TurnObserver } from '../adapters/types.js';
+import type { SessionConfig, TurnProgress } from '../adapters/types.js';
 import { continueProvider, startProvider } from '../engine/continuation.js';
 import { awaitRecordedTurn, observeRecordedTurn, skipPastTranscript, type EngineHooks, type EngineOptions, type ProviderEvent, type TurnOutcome } from '../engine/provider-continuation.js';
 import { isProcessAlive, processStartTime, type HeldLock } from '../state/lock.js';
@@ -41,7 +41,7 @@ export interface StartRequest {
   timeoutSeconds?: number;
   env: Record<string, string>;
   onEvent?: (event: EventRecord) => void;
-  onProgress?: (observer: TurnObserver) => void;
+  onProgress?: (progress: TurnProgress) => void;
   /** Tags the turn record, so durable work can find its turn again after a crash. */
   correlationId?: string;
   /** Called once the handle is saved, before anything is sent. */
@@ -60,7 +60,7 @@ export interface ContinueRequest {
   timeoutSeconds?: number;
   env: Record<string, string>;
   onEvent?: (event: EventRecord) => void;
-  onProgress?: (observer: TurnObserver) => void;
+  onProgress?: (progress: TurnProgress) => void;
   correlationId?: string;
 }
 
@@ -132,7 +132,7 @@ interface ExecOptions {
   env: Record<string, string>;
   timeoutSeconds?: number;
   onEvent?: (event: EventRecord) => void;
-  onProgress?: (observer: TurnObserver) => void;
+  onProgress?: (progress: TurnProgress) => void;
 }
 
 type TurnAction = { kind: 'start' } | { kind: 'continue' } | { kind: 'await'; sentAt: Date };

@@ -2,7 +2,7 @@ import { execa } from 'execa';
 import { z } from 'zod';
 import { CalError } from '../../errors.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
-import type { LaunchRequest, StructuredTurnResult } from '../types.js';
+import type { LaunchRequest, StructuredTurnResult, TurnProgress } from '../types.js';
 import { commonOverrides } from './config.js';
 import { codexEnv } from './binary.js';
 import { codexHome, findRolloutById } from './sessions.js';
@@ -201,10 +201,10 @@ export function execArgv(req: LaunchRequest): string[] {
   ];
 }
 
-export async function runExecTurn(req: LaunchRequest & { timeoutMs: number }): Promise<StructuredTurnResult> {
+export async function runExecTurn(req: LaunchRequest & { timeoutMs: number; onProgress?: (progress: TurnProgress) => void }): Promise<StructuredTurnResult> {
   const argv = execArgv(req);
   const startedAt = new Date(Date.now() - 1000);
-  const res = await execa(argv[0] as string, argv.slice(1), {
+  const child = execa(argv[0] as string, argv.slice(1), {
     cwd: req.config.cwd,
     env: codexEnv(req.env, req.cli.realPath),
     extendEnv: false,
@@ -213,6 +213,18 @@ export async function runExecTurn(req: LaunchRequest & { timeoutMs: number }): P
     timeout: req.timeoutMs,
     maxBuffer: 256 << 20,
   });
+  if (req.onProgress) {
+    // Items as exec reports them, before the turn ends (--stream): the complete lines so far.
+    const report = req.onProgress;
+    let seen = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      seen += chunk.toString('utf8');
+      const complete = seen.slice(0, seen.lastIndexOf('\n') + 1);
+      const so = parseExecStream(complete);
+      report({ observation: so.threadId ? { phase: 'running', turnKey: null } : { phase: 'waiting' }, tools: so.tools, partialAnswer: so.answer ?? '' });
+    });
+  }
+  const res = await child;
   if (res.timedOut) {
     throw new CalError('timeout', `codex exec gave no end of turn within ${Math.round(req.timeoutMs / 1000)}s`);
   }
