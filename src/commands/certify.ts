@@ -7,6 +7,7 @@ import { certify } from '../certify/runner.js';
 import { CalError } from '../errors.js';
 import type { ProviderName } from '../handles/schema.js';
 import { StateStore } from '../state/store.js';
+import { createProgress } from './progress.js';
 import { passThroughEnv, renderError, type GlobalOptions } from './common.js';
 
 export interface CertifyCommandOptions {
@@ -34,9 +35,12 @@ export async function runCertify(opts: CertifyCommandOptions, global: GlobalOpti
     const jobs = positiveInt(env.CAL_CERTIFY_JOBS, 'CAL_CERTIFY_JOBS');
     const turnTimeoutSeconds = positiveInt(env.CAL_CERTIFY_TURN_TIMEOUT, 'CAL_CERTIFY_TURN_TIMEOUT');
     const store = await StateStore.open(global.stateDir);
+    const progress = await createProgress({ json: opts.json, initial: 'certifying' });
     const out = (line: string) => {
-      if (!opts.json) process.stdout.write(`${line}\n`);
+      if (!opts.json) progress.printLine(line);
     };
+    let planned = 0;
+    let done = 0;
     const report = await certify({
       provider: opts.provider,
       cliPath: opts.cliPath,
@@ -46,14 +50,20 @@ export async function runCertify(opts: CertifyCommandOptions, global: GlobalOpti
       jobs,
       turnTimeoutSeconds,
       keep: env.CAL_CERTIFY_KEEP === '1',
-      onStart: ({ pinned, planned, skipped }) => {
+      onStart: ({ pinned, planned: toRun, skipped }) => {
+        planned = toRun;
         out(`cal certify: ${opts.provider} ${pinned.version} (${pinned.realPath})`);
         out(modeLine(opts.live ? 'live' : 'scripted'));
-        out(`${planned} to run, ${skipped} skipped`);
+        out(`${toRun} to run, ${skipped} skipped`);
         out(tableHeader());
+        progress.setState(`certifying · 0 of ${toRun} done`);
       },
-      onOutcome: (o) => out(tableRow(o)),
-    });
+      onOutcome: (o) => {
+        out(tableRow(o));
+        if (o.result !== 'skip') done++;
+        progress.setState(`certifying · ${done} of ${planned} done`);
+      },
+    }).finally(() => progress.stop());
     const savedTo = await saveCertification(store.layout.root, report);
     if (opts.junit) {
       const file = path.resolve(opts.junit);

@@ -19,11 +19,23 @@ export interface ProgressView {
 export interface Progress {
   onEvent(event: EventRecord): void;
   onProgress(view: ProgressView): void;
+  /** Sets the state shown (for waits that are not one turn, e.g. certify's "3 of 26 done"). */
+  setState(state: string): void;
+  /** Prints a line to stdout without tearing the spinner (cleared, printed, drawn again). */
+  printLine(line: string): void;
   /** Clears the spinner line (before the answer is printed). */
   stop(): void;
 }
 
-const silent: Progress = { onEvent() {}, onProgress() {}, stop() {} };
+const silent: Progress = {
+  onEvent() {},
+  onProgress() {},
+  setState() {},
+  printLine(line) {
+    process.stdout.write(`${line}\n`);
+  },
+  stop() {},
+};
 
 const stateLabels: Record<string, string> = {
   waiting_for_lock: 'waiting in line for the handle',
@@ -81,6 +93,20 @@ export async function createProgress(opts: ProgressOptions): Promise<Progress> {
       const open = [...view.tools].reverse().find((t) => !t.status);
       detail = open ? `tool ${oneLine(open.name, 50)}` : '';
       spinner.text = text();
+    },
+    setState(next) {
+      if (stopped) return;
+      state = next;
+      spinner.text = text();
+    },
+    printLine(line) {
+      if (stopped) {
+        process.stdout.write(`${line}\n`);
+        return;
+      }
+      spinner.clear();
+      process.stdout.write(`${line}\n`);
+      spinner.render();
     },
     stop() {
       if (stopped) return;
