@@ -259,7 +259,7 @@ describe('the continuation contract', () => {
   async function waitForTurnStatus(h: string, status: string): Promise<void> {
     const dir = path.join(state, 'turns', h);
     for (let i = 0; i < 200; i++) {
-      const files = (await fs.readdir(dir).catch(() => [])).sort();
+      const files = (await fs.readdir(dir).catch(() => [] as string[])).filter((f) => f.endsWith('.json')).sort();
       const last = files.at(-1);
       if (last) {
         const turn = JSON.parse(await fs.readFile(path.join(dir, last), 'utf8').catch(() => '{}'));

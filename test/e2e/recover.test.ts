@@ -42,9 +42,14 @@ describe('durable turns and cal recover', () => {
 
   async function lastTurn(h: string): Promise<any> {
     const dir = path.join(state, 'turns', h);
-    const files = (await fs.readdir(dir).catch(() => [])).sort();
+    // Only finished records: an atomic write's temporary file sorts after its target.
+    const files = (await fs.readdir(dir).catch(() => [] as string[])).filter((f) => f.endsWith('.json')).sort();
     if (!files.length) return null;
-    return JSON.parse(await fs.readFile(path.join(dir, files.at(-1)!), 'utf8').catch(() => 'null'));
+    try {
+      return JSON.parse(await fs.readFile(path.join(dir, files.at(-1)!), 'utf8'));
+    } catch {
+      return null;
+    }
   }
 
   async function startSession(codeword: string): Promise<string> {
@@ -97,6 +102,31 @@ describe('durable turns and cal recover', () => {
     // Already settled: a second recover finds nothing to do.
     const again = await cal(['recover', '--json']);
     expect(again.json.turns.filter((t: any) => t.handle === h)).toEqual([]);
+  });
+
+  it('on a terminal, recover shows a spinner while it waits for the CLI', async () => {
+    const h = await startSession('HOTEL');
+    const run = spawnCal(['continue', h, 'What was the codeword? [[cal:delay=3000]]']);
+    await until(async () => (await lastTurn(h))?.status === 'running', 'the turn to run');
+    await kill9(run.child);
+    const socket = path.join(root, 'spinner-tmux.sock');
+    const done = path.join(root, 'spinner-done');
+    const command = `node ${calBin} --state-dir ${state} recover; echo $? > ${done}; sleep 60`;
+    const { execa } = await import('execa');
+    await execa('tmux', ['-S', socket, 'new-session', '-d', '-x', '160', '-y', '20', command], { env: { ...env, TERM: 'xterm-256color' } });
+    try {
+      let sawSpinner = false;
+      for (let i = 0; i < 400 && !(await fs.stat(done).catch(() => null)); i++) {
+        if (/(recovering|running) · \d+s/.test((await execa('tmux', ['-S', socket, 'capture-pane', '-p'])).stdout)) sawSpinner = true;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect((await fs.readFile(done, 'utf8')).trim()).toBe('0');
+      expect(sawSpinner).toBe(true);
+      const screen = (await execa('tmux', ['-S', socket, 'capture-pane', '-p'])).stdout;
+      expect(screen).toMatch(/running -> waited_for_cli -> completed\s+The codeword was HOTEL\./);
+    } finally {
+      await execa('tmux', ['-S', socket, 'kill-server'], { reject: false });
+    }
   });
 
   it('a turn the transcript shows completed is settled from it, with its answer', async () => {
