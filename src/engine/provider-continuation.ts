@@ -264,17 +264,19 @@ async function follow(
       for (const rec of read.records) {
         observer.feed(rec.value);
         offset = rec.endOffset;
+        if (!recorded && observer.observation.phase !== 'waiting') {
+          recorded = true;
+          await opts.hooks.onRecorded(observerKey(observer));
+          await opts.hooks.emit('running', { turnKey: observer.observation.turnKey });
+        }
+        // Progress after every record, so --stream shows a turn in the order the CLI wrote it,
+        // even when the whole turn arrives in one read.
+        if (recorded) opts.hooks.onProgress?.(observer);
         if (observer.observation.phase === 'ended') break;
       }
       // Lines that are not records (torn, oversized, garbage) are passed over too: otherwise more
       // of them than one read takes would be read again on every poll, and the tail would stall.
       if (observer.observation.phase !== 'ended') offset = read.offset;
-      if (!recorded && observer.observation.phase !== 'waiting') {
-        recorded = true;
-        await opts.hooks.onRecorded(observerKey(observer));
-        await opts.hooks.emit('running', { turnKey: observer.observation.turnKey });
-      }
-      opts.hooks.onProgress?.(observer);
       if (observer.observation.phase === 'ended') {
         const obs = observer.observation;
         handle = { ...handle, transcript: { path: transcriptPath, offset }, status: 'idle' };
