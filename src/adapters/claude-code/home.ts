@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
+import { CalError } from '../../errors.js';
 import { z } from 'zod';
 import writeFileAtomic from 'write-file-atomic';
 
@@ -44,7 +45,15 @@ export async function preAnswerDialogs(env: Record<string, string>, cwd: string)
   // and merging `projects` under it. A write outside that lock can be lost to the CLI's own write
   // (found by cal certify: a second session's trust entry vanished and its pane sat at the trust
   // dialog), so cal takes the same lock.
-  const release = await lockfile.lock(file, { lockfilePath: `${file}.lock`, realpath: false, stale: 10_000, retries: { retries: 50, minTimeout: 20, maxTimeout: 200 } });
+  // The retries outlast the lock's staleness (10 s): a CLI killed while holding it leaves the
+  // lock behind until then.
+  let release: () => Promise<void>;
+  try {
+    release = await lockfile.lock(file, { lockfilePath: `${file}.lock`, realpath: false, stale: 10_000, retries: { retries: 120, minTimeout: 50, maxTimeout: 250 } });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ELOCKED') throw err;
+    throw new CalError('busy', `Claude Code's config lock ${file}.lock stayed held for over 25 s; retry once the other Claude Code session has settled`);
+  }
   try {
     await preAnswerLocked(env, cwd, file);
   } finally {
