@@ -2,6 +2,7 @@ import { CalError } from '../errors.js';
 import type { ProviderName } from '../handles/schema.js';
 import { claudeCodeAdapter } from './claude-code/index.js';
 import { codexAdapter } from './codex/index.js';
+import { piAdapter } from './pi/index.js';
 import type { CliAdapter } from './types.js';
 import { anthropicApi } from './api/anthropic.js';
 import { openaiApi } from './api/openai.js';
@@ -11,6 +12,7 @@ import type { ApiProviderAdapter } from './api/types.js';
 const adapters: Partial<Record<ProviderName, CliAdapter>> = {
   'claude-code': claudeCodeAdapter,
   codex: codexAdapter,
+  pi: piAdapter,
 };
 
 export function cliAdapter(name: ProviderName): CliAdapter {

@@ -1,0 +1,116 @@
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { CalError } from '../../errors.js';
+import type { PinnedCli } from '../../handles/schema.js';
+import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
+import { findExecutable, readVersion } from '../resolve.js';
+import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
+import { fileURLToPath } from 'node:url';
+import { chooseSessionFile, findSessionFile, scriptedPiEnv, sessionFolders } from './home.js';
+import { MCP_CONFIG_ENV } from './mcp-extension.js';
+import { classifyRecord, normaliseForMatch, PiTurnObserver, SessionHeader } from './session.js';
+
+/**
+ * Pi coding agent (`@mariozechner/pi-coding-agent`, measured on 0.73.1; research:
+ * gemini-pi-cli.md P1–P5).
+ *
+ * cal chooses the session file and launches `pi --session <abs path> <message>`: Pi creates the
+ * file there on its first reply, and the same command resumes it from any folder (Pi reads the
+ * working directory from the file's header). The native id cal keeps is Pi's session id (the
+ * header's UUIDv7); a resume finds the file with that header in the folder cal chose it in. Pi has no
+ * startup dialogs, so nothing is pre-answered and nothing is written into the user's Pi config;
+ * the only thing on disk that cal decides is the session file's name, in the folder Pi itself uses
+ * for the working directory (so Pi's own `/resume` lists it).
+ */
+/** The bridge extension, next to this file in the build. */
+const MCP_EXTENSION = fileURLToPath(new URL('./mcp-extension.js', import.meta.url));
+
+export const piAdapter: CliAdapter = {
+  name: 'pi',
+  executable: 'pi',
+  capabilities: {
+    tmuxContinuation: true,
+    nativeResumeInTmux: true,
+    structuredTransport: false,
+    apiOnly: false,
+    // `--session <path>` resumes from any folder (the header's cwd is used); cal still relaunches
+    // in the original one.
+    needsStableWorkingDir: false,
+  },
+  envNames: ['HOME', 'PI_CODING_AGENT_DIR', 'PI_CODING_AGENT_SESSION_DIR', 'PI_OFFLINE'],
+
+  async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
+    const found = findExecutable('pi', cliPath, env);
+    return { ...found, version: await readVersion(found.realPath, { ...env, PI_OFFLINE: '1' }) };
+  },
+
+  async prepare(_env: Record<string, string>, config: SessionConfig): Promise<void> {
+    // No trust, auth or theme dialog exists: nothing to pre-answer. An MCP config must be readable
+    // now, not found missing inside the pane.
+    if (config.mcpConfigPath && !existsSync(config.mcpConfigPath)) {
+      throw new CalError('usage', `the MCP config ${config.mcpConfigPath} does not exist`);
+    }
+  },
+
+  launch(req: LaunchRequest): LaunchPlan {
+    let sessionFile: string;
+    if (req.mode === 'resume') {
+      if (!req.sessionId) throw new CalError('internal', 'pi resume without a session id');
+      // `--session <path>` creates a missing file (a silent fresh start), so the file must be there.
+      const found = findSessionFile(req.env, req.config.cwd, req.sessionId);
+      if (!found) {
+        throw new CalError('resume_unavailable', `pi session ${req.sessionId} has no session file in ${sessionFolders(req.env, req.config.cwd).join(' or ')} any more, so pi cannot resume it (it would start a new session)`);
+      }
+      sessionFile = found;
+    } else {
+      // A relaunch of a session that never bound keeps the file it chose first.
+      sessionFile = req.sessionId && path.isAbsolute(req.sessionId) ? req.sessionId : chooseSessionFile(req.env, req.config.cwd, req.sessionId ?? randomUUID());
+    }
+    const argv = [req.cli.realPath, '--session', sessionFile];
+    if (req.config.model) argv.push('--model', req.config.model);
+    if (req.config.systemPrompt) argv.push('--append-system-prompt', req.config.systemPrompt);
+    const env: Record<string, string> = { ...req.env };
+    delete env[MCP_CONFIG_ENV];
+    if (req.config.mcpConfigPath) {
+      // Pi has no MCP client: cal's bridge extension (loaded by Pi's own -e) starts the servers.
+      argv.push('--extension', MCP_EXTENSION);
+      env[MCP_CONFIG_ENV] = req.config.mcpConfigPath;
+    }
+    // The first message goes in argv: the TUI prompts with it once it is ready (measured: no
+    // keystroke race, no bracketed paste before the TUI asked for it, tabs kept). Pi's parser
+    // has no `--`; pasteText keeps a leading '-' or '@' from being read as a flag or a file.
+    argv.push(req.message);
+    return { argv, env, cwd: req.config.cwd, deliversMessage: true, sessionId: sessionFile };
+  },
+
+  async bindTranscript(req: BindRequest): Promise<TranscriptBinding | null> {
+    // Pi writes the file only once the first reply (or error) exists, with the user message in it.
+    if (!req.sessionId || !path.isAbsolute(req.sessionId)) return null;
+    const read = await readJsonlFrom(req.sessionId, 0);
+    if (read.missing) return null;
+    const needle = normaliseForMatch(req.message);
+    const recorded = read.records.some((r) => {
+      const rec = classifyRecord(r.value);
+      return rec.kind === 'user' && rec.text !== null && normaliseForMatch(rec.text).includes(needle);
+    });
+    if (!recorded) return null;
+    const header = read.records.map((r) => SessionHeader.safeParse(r.value)).find((h) => h.success);
+    if (!header?.success) return null;
+    return { path: req.sessionId, sessionId: header.data.id };
+  },
+
+  observeTurn(message: string, notBefore?: Date) {
+    return new PiTurnObserver(message, notBefore);
+  },
+
+  pasteText(message: string): string {
+    // In argv a leading '-' is a flag and '@' a file to attach: a space keeps it text (Pi's
+    // editor trims it again when pasted).
+    return /^[-@]/.test(message) ? ` ${message}` : message;
+  },
+
+  scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>): Promise<Record<string, string>> {
+    return scriptedPiEnv(dir, modelUrl, env);
+  },
+};
