@@ -125,6 +125,11 @@ export interface CliAdapter {
   observeTurn(message: string, notBefore?: Date): TurnObserver;
   /** The text to paste for a message (e.g. guard a leading '/' or '!'). */
   pasteText(message: string): string;
+  /**
+   * How long to wait between a paste and its Enter, for a TUI that drops an Enter arriving in
+   * the same burst as the paste (Gemini CLI). Unset: Enter right after the paste.
+   */
+  readonly pasteSubmitDelayMs?: number;
   structured?: StructuredTransport;
   /**
    * The environment that points this CLI at cal's scripted model, in a throwaway HOME (or CLI

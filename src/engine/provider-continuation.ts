@@ -127,7 +127,7 @@ async function launchAndFollow(
     added: { tmux: location, startedAt: new Date().toISOString(), endedAt: null, endReason: null, launch: mode },
   });
   if (!plan.deliversMessage) {
-    await tmux.paste(pane.paneId, adapter.pasteText(message));
+    await pasteAndSubmit(adapter, tmux, pane.paneId, message);
   }
   await opts.hooks.onSent?.();
   return follow(adapter, tmux, handle, config, message, mode, sentAt, opts, !plan.deliversMessage);
@@ -144,9 +144,19 @@ async function pasteAndFollow(
   message = paneMessage(message);
   await opts.hooks.onSending();
   const sentAt = new Date(Date.now() - 1000);
-  await tmux.paste((handle.tmux as TmuxLocation).paneId, adapter.pasteText(message));
+  await pasteAndSubmit(adapter, tmux, (handle.tmux as TmuxLocation).paneId, message);
   await opts.hooks.onSent?.();
   return follow(adapter, tmux, handle, config, message, 'paste', sentAt, opts, true);
+}
+
+/** Bracketed paste, then Enter: at once, or after the pause the adapter declares. */
+async function pasteAndSubmit(adapter: CliAdapter, tmux: TmuxServer, paneId: string, message: string): Promise<void> {
+  const delay = adapter.pasteSubmitDelayMs ?? 0;
+  await tmux.paste(paneId, adapter.pasteText(message), delay <= 0);
+  if (delay > 0) {
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    await tmux.sendKeys(paneId, ['Enter']);
+  }
 }
 
 /** What the CLI's transcript says about a turn, read without sending anything (for recover). */

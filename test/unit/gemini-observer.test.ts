@@ -1,0 +1,220 @@
+import { readFileSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { findTranscript, geminiAdapter, sessionFiles } from '../../src/adapters/gemini/index.js';
+import { checkRetentionOff, parseSettings } from '../../src/adapters/gemini/home.js';
+import { GeminiTurnObserver, classifyRecord, shellOutput, toolFromCall } from '../../src/adapters/gemini/transcript.js';
+import type { PinnedCli } from '../../src/handles/schema.js';
+import { repoRoot } from '../support/clis.js';
+
+/** Observer tests over session files recorded from the real Gemini CLI 0.61.0. */
+const FIXTURES = [
+  'interactive-multi-turn.session',
+  'resumed.session',
+  'tool-call.session',
+  'tui-stream-500-cancel-400.session',
+  'cal-start-paste-resume.session',
+  'cal-slow-shell-tool.session',
+];
+
+function records(name: string): unknown[] {
+  return readFileSync(path.join(repoRoot, 'fixtures', `gemini-0.61.0-${name}.jsonl`), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
+}
+
+function observe(name: string, message: string, notBefore?: Date, extra: unknown[] = []) {
+  const observer = new GeminiTurnObserver(message, notBefore);
+  for (const r of [...records(name), ...extra]) observer.feed(r);
+  return observer;
+}
+
+function ended(o: GeminiTurnObserver) {
+  if (o.observation.phase !== 'ended') throw new Error(`turn did not end: ${JSON.stringify(o.observation)}`);
+  return o.observation;
+}
+
+describe('Gemini session-file observer (recorded 0.61.0 sessions)', () => {
+  it('every record of every recorded session has a known kind', () => {
+    for (const name of FIXTURES) {
+      const unknown = records(name).filter((r) => classifyRecord(r).kind === 'unknown');
+      expect(unknown, name).toEqual([]);
+    }
+  });
+
+  it('a plain turn completes on the reply record, with its text and the user record id as key', () => {
+    const o = ended(observe('cal-start-paste-resume.session', 'What was the codeword?'));
+    expect(o).toEqual({ phase: 'ended', status: 'completed', turnKey: 'ff243174-2581-4934-8f88-2a9cf839bcb7', answer: 'The codeword was KIWI.', error: null });
+  });
+
+  it('the first turn of a session (delivered with -i) and the first turn after a resume', () => {
+    expect(ended(observe('cal-start-paste-resume.session', 'Remember the codeword KIWI.')).answer).toBe('OK, I will remember the codeword KIWI.');
+    const resumed = ended(observe('cal-start-paste-resume.session', 'What was the codeword, again?'));
+    expect(resumed).toMatchObject({ status: 'completed', turnKey: '710ace6c-b801-40be-8082-f4a60dfa9027', answer: 'The codeword was KIWI.' });
+  });
+
+  it('a message not yet recorded waits; recorded but unanswered runs', () => {
+    expect(observe('cal-start-paste-resume.session', 'never sent').observation).toEqual({ phase: 'waiting' });
+    const all = records('cal-start-paste-resume.session');
+    const o = new GeminiTurnObserver('What was the codeword?');
+    for (const r of all.slice(0, 7)) o.feed(r);
+    expect(o.observation).toEqual({ phase: 'running', turnKey: 'ff243174-2581-4934-8f88-2a9cf839bcb7' });
+  });
+
+  it('records older than the send are never taken for our message (a resend of the same text)', () => {
+    const o = observe('cal-start-paste-resume.session', 'What was the codeword?', new Date('2026-11-30T06:57:20.000Z'));
+    expect(o.observation).toEqual({ phase: 'waiting' });
+  });
+
+  it('a tool turn: the empty reply rewritten with toolCalls is not the end; the answer after the tool result is', () => {
+    const o = observe('tool-call.session', 'please TOOLCALL list dir');
+    const obs = ended(o);
+    expect(obs.status).toBe('completed');
+    expect(obs.answer).toMatch(/^MOCK reply; history=3/);
+    expect(o.tools).toHaveLength(1);
+    expect(o.tools[0]).toMatchObject({ kind: 'tool', name: 'list_directory', status: 'completed' });
+    expect(o.tools[0]?.output).toBeTruthy();
+  });
+
+  it('an HTTP 400 the CLI gives up on is a failed turn with the error text and no answer', () => {
+    const obs = ended(observe('tui-stream-500-cancel-400.session', 'This one fails [[cal:http=400]]'));
+    expect(obs.status).toBe('failed');
+    expect(obs.answer).toBeNull();
+    expect(obs.error).toContain('Mock error 400');
+  });
+
+  it('Escape on a request the TUI keeps retrying (HTTP 500) is an interrupted turn', () => {
+    expect(ended(observe('tui-stream-500-cancel-400.session', 'This one fails [[cal:http=500]]')).status).toBe('interrupted');
+    expect(ended(observe('interactive-multi-turn.session', 'now FAIL500 please')).status).toBe('interrupted');
+  });
+
+  it('a slowly streamed answer is recorded once, whole', () => {
+    const obs = ended(observe('tui-stream-500-cancel-400.session', 'Stream slowly'));
+    expect(obs.answer).toBe('alpha bravo charlie delta echo foxtrot golf');
+  });
+
+  it('a turn killed before its reply ends as lost at the relaunch header (never answered by the next turn)', () => {
+    const obs = ended(observe('resumed.session', 'SLOW turn then kill'));
+    expect(obs.status).toBe('lost');
+    expect(obs.answer).toBeNull();
+    // The next prompt after the kill gets its own answer.
+    expect(ended(observe('resumed.session', 'after mid-turn kill')).status).toBe('completed');
+  });
+
+  it('a newer human prompt closes a dangling turn as lost', () => {
+    const o = new GeminiTurnObserver('first');
+    o.feed({ id: 'a', timestamp: '2026-11-30T00:00:00Z', type: 'user', content: [{ text: 'first' }] });
+    o.feed({ id: 'b', timestamp: '2026-11-30T00:00:01Z', type: 'user', content: [{ text: 'second' }] });
+    expect(ended(o).status).toBe('lost');
+  });
+
+  it('a $rewindTo of our message is an interrupted turn; unknown shapes are counted, never fatal', () => {
+    const o = new GeminiTurnObserver('hello');
+    o.feed({ some: 'thing' });
+    o.feed({ id: 'a', type: 'user', content: [{ text: 'hello' }] });
+    o.feed({ $rewindTo: 'a' });
+    expect(ended(o).status).toBe('interrupted');
+    expect(o.unknownRecords).toBe(1);
+  });
+
+  it('a shell tool turn (the tool runs 3 s): the command, its own output, and the answer after the result', () => {
+    const o = observe('cal-slow-shell-tool.session', 'Run the slow tool [[cal:shell=sleep 3 && echo slowdone]]');
+    expect(ended(o)).toMatchObject({ status: 'completed', answer: 'Tool finished: slowdone' });
+    expect(o.tools).toEqual([
+      { kind: 'shell', name: 'sleep 3 && echo slowdone', input: { command: 'sleep 3 && echo slowdone', description: 'Run: sleep 3 && echo slowdone' }, output: 'slowdone', status: 'completed' },
+    ]);
+    // While the tool runs, the turn has only the empty reply record: not ended.
+    const partial = new GeminiTurnObserver('Run the slow tool [[cal:shell=sleep 3 && echo slowdone]]');
+    const all = records('cal-slow-shell-tool.session');
+    const emptyReply = all.findIndex((r) => (r as { type?: string; content?: unknown }).type === 'gemini' && (r as { content?: unknown }).content === '');
+    for (const r of all.slice(0, emptyReply + 2)) partial.feed(r);
+    expect(partial.observation.phase).toBe('running');
+  });
+
+  it('shell output is the command output inside the untrusted_context wrapper', () => {
+    expect(shellOutput('<untrusted_context>\nOutput: /a/b\nProcess Group PGID: 1\n</untrusted_context>')).toBe('/a/b');
+    expect(shellOutput('<untrusted_context>\nOutput: one\ntwo\nError: (none)\nExit Code: 1\n</untrusted_context>')).toBe('one\ntwo');
+    expect(shellOutput('Output: (empty)\nProcess Group PGID: 2')).toBe('');
+    expect(shellOutput('something else')).toBe('something else');
+  });
+
+  it('tool calls map to shell and MCP activity', () => {
+    expect(toolFromCall({ id: '1', name: 'run_shell_command', args: { command: 'pwd' }, status: 'success', result: [{ functionResponse: { response: { output: 'Output: /x' } } }] })).toEqual({
+      kind: 'shell',
+      name: 'pwd',
+      input: { command: 'pwd' },
+      output: '/x',
+      status: 'completed',
+    });
+    expect(toolFromCall({ id: '2', name: 'mcp_calprobe_echo', args: { text: 'hi' } })).toMatchObject({ kind: 'mcp', server: 'calprobe', name: 'echo' });
+  });
+});
+
+describe('Gemini adapter', () => {
+  const cli: PinnedCli = { path: '/bin/gemini', realPath: '/opt/gemini.js', version: '0.61.0' };
+  const config = { cwd: '/work/p', model: null, systemPrompt: null, mcpConfigPath: null, toolPolicy: 'default' };
+
+  it('a fresh launch chooses the id and hands the message to -i; a resume uses --resume in the same folder', () => {
+    const fresh = geminiAdapter.launch({ cli, env: { HOME: '/h' }, config, mode: 'fresh', sessionId: '11111111-2222-4333-8444-555555555555', message: '-x hello' });
+    expect(fresh).toMatchObject({ cwd: '/work/p', deliversMessage: true, sessionId: '11111111-2222-4333-8444-555555555555' });
+    expect(fresh.argv).toEqual(['/opt/gemini.js', '--session-id', '11111111-2222-4333-8444-555555555555', '--prompt-interactive=-x hello']);
+    expect(fresh.env).toMatchObject({ HOME: '/h', GEMINI_CLI_TRUST_WORKSPACE: 'true' });
+    const resume = geminiAdapter.launch({ cli, env: {}, config: { ...config, model: 'm1', toolPolicy: 'bypassPermissions' }, mode: 'resume', sessionId: 'abc', message: 'again' });
+    expect(resume.argv).toEqual(['/opt/gemini.js', '--model', 'm1', '--approval-mode', 'yolo', '--resume', 'abc', '--prompt-interactive=again']);
+  });
+
+  it('guards a leading / or ! so it stays text', () => {
+    expect(geminiAdapter.pasteText('/help')).toBe(' /help');
+    expect(geminiAdapter.pasteText('!ls')).toBe(' !ls');
+    expect(geminiAdapter.pasteText('plain')).toBe('plain');
+  });
+
+  it('refuses to run while session retention is not off, and never edits the settings', async () => {
+    const home = await fs.mkdtemp(path.join(os.tmpdir(), 'cal-gemini-unit-'));
+    try {
+      const env = { HOME: home, GEMINI_CLI_SYSTEM_SETTINGS_PATH: path.join(home, 'none.json') };
+      expect(() => checkRetentionOff(env)).toThrow(/sessionRetention/);
+      await fs.mkdir(path.join(home, '.gemini'));
+      const file = path.join(home, '.gemini', 'settings.json');
+      await fs.writeFile(file, '{ // mine\n "general": { "sessionRetention": { "enabled": true } } }');
+      expect(() => checkRetentionOff(env)).toThrow(/sessionRetention/);
+      const off = '{\n  /* cal needs this */ "general": { "sessionRetention": { "enabled": false } }, "x": "a//b" }';
+      await fs.writeFile(file, off);
+      expect(() => checkRetentionOff(env)).not.toThrow();
+      expect(await fs.readFile(file, 'utf8')).toBe(off);
+      await expect(geminiAdapter.prepare(env, { ...config, mcpConfigPath: '/m.json' })).rejects.toThrow(/mcp-config/);
+      await expect(geminiAdapter.prepare(env, config)).resolves.toBeUndefined();
+    } finally {
+      await fs.rm(home, { recursive: true, force: true });
+    }
+  });
+
+  it('parses settings with comments', () => {
+    expect(parseSettings('// c\n{"a": "http://x" /* y */}')).toEqual({ a: 'http://x' });
+  });
+
+  it('finds the real transcript of an id among stray files of the same id prefix', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'cal-gemini-unit-'));
+    try {
+      const id = 'c849d745-d7ce-41ff-bcd7-afc40d05b452';
+      const chats = path.join(dir, 'tmp', 'proj', 'chats');
+      await fs.mkdir(chats, { recursive: true });
+      const real = readFileSync(path.join(repoRoot, 'fixtures', 'gemini-0.61.0-cal-start-paste-resume.session.jsonl'), 'utf8');
+      const lines = real.split('\n');
+      await fs.writeFile(path.join(chats, 'session-2026-11-30T06-57-c849d745.jsonl'), real);
+      // A stray from a resume in a later minute: header and context only.
+      await fs.writeFile(path.join(chats, 'session-2026-11-30T06-58-c849d745.jsonl'), `${lines.slice(0, 2).join('\n')}\n`);
+      await fs.writeFile(path.join(chats, 'session-2026-11-30T06-59-deadbeef.jsonl'), real);
+      expect(await sessionFiles(dir, id)).toHaveLength(2);
+      expect(await findTranscript(dir, id, 'What was the codeword, again?', null)).toBe(path.join(chats, 'session-2026-11-30T06-57-c849d745.jsonl'));
+      expect(await findTranscript(dir, id, 'not there', null)).toBeNull();
+      const bound = await geminiAdapter.bindTranscript({ env: { GEMINI_CLI_HOME: path.dirname(dir) }, config, sessionId: id, message: 'x', sentAt: new Date() });
+      expect(bound).toBeNull();
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+});
