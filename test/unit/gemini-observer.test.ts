@@ -166,6 +166,23 @@ describe('Gemini adapter', () => {
     expect(resume.argv).toEqual(['/opt/gemini.js', '--model', 'm1', '--approval-mode', 'yolo', '--resume', 'abc', '--prompt-interactive=again']);
   });
 
+  it('in a Gemini home cal manages (scripted model), each request names its session in a header; never in the user\'s', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'cal-gemini-unit-'));
+    try {
+      const env = await geminiAdapter.scriptedModelEnv(dir, 'http://127.0.0.1:9', { PATH: '/bin', GEMINI_CLI_CUSTOM_HEADERS: 'a: b' });
+      expect(env).toMatchObject({ GEMINI_CLI_HOME: path.join(dir, 'gemini-home'), GOOGLE_GEMINI_BASE_URL: 'http://127.0.0.1:9' });
+      const settings = JSON.parse(await fs.readFile(path.join(dir, 'gemini-home', '.gemini', 'settings.json'), 'utf8'));
+      expect(settings.general.sessionRetention.enabled).toBe(false);
+      await expect(geminiAdapter.prepare(env, config)).resolves.toBeUndefined();
+      const plan = geminiAdapter.launch({ cli, env, config, mode: 'resume', sessionId: 'abc', message: 'hi' });
+      expect(plan.env.GEMINI_CLI_CUSTOM_HEADERS).toBe('a: b, x-gemini-session-id: abc');
+      const mine = geminiAdapter.launch({ cli, env: { HOME: dir }, config, mode: 'resume', sessionId: 'abc', message: 'hi' });
+      expect(mine.env.GEMINI_CLI_CUSTOM_HEADERS).toBeUndefined();
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('guards a leading / or ! so it stays text', () => {
     expect(geminiAdapter.pasteText('/help')).toBe(' /help');
     expect(geminiAdapter.pasteText('!ls')).toBe(' !ls');

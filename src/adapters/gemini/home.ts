@@ -104,6 +104,15 @@ export function scriptedSettings(): Record<string, unknown> {
 /** A real Gemini model name (the scripted model answers any); a concrete one skips the router. */
 export const SCRIPTED_MODEL = 'gemini-2.5-flash';
 
+/** True when the Gemini home in this environment is a throwaway one cal made (scriptedGeminiEnv). */
+export function isManagedGeminiHome(env: Record<string, string>): boolean {
+  const base = env.GEMINI_CLI_HOME || env.HOME;
+  return Boolean(base) && existsSync(path.join(base as string, MANAGED_HOME_MARKER));
+}
+
+/** The header the scripted model reads a Gemini session's id from (its request log's session key). */
+export const SESSION_HEADER = 'x-gemini-session-id';
+
 /** Creates `<dir>/gemini-home/.gemini/settings.json` and returns the environment for it. */
 export async function scriptedGeminiEnv(dir: string, modelUrl: string, env: Record<string, string>): Promise<Record<string, string>> {
   const home = path.join(dir, 'gemini-home');

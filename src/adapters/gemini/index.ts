@@ -6,7 +6,7 @@ import type { PinnedCli } from '../../handles/schema.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
 import { findExecutable, readVersion } from '../resolve.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
-import { checkRetentionOff, geminiDir, scriptedGeminiEnv } from './home.js';
+import { SESSION_HEADER, checkRetentionOff, geminiDir, isManagedGeminiHome, scriptedGeminiEnv } from './home.js';
 import { GeminiTurnObserver, classifyRecord, contentText, normaliseForMatch } from './transcript.js';
 
 /**
@@ -29,8 +29,7 @@ import { GeminiTurnObserver, classifyRecord, contentText, normaliseForMatch } fr
  *
  * Not yet in the adapter registry: `cal certify` does not pass. Gemini 0.61.0's TUI retries a
  * persistent HTTP 5xx forever and records nothing until Escape (CertFailedTurnSettles), the
- * MCP certifications need --mcp-config, and the scripted model cannot tell Gemini sessions
- * apart (0.61.0 sends no session header with API-key auth: CertParallelIsolation).
+ * MCP certifications need --mcp-config.
  */
 
 /** Gemini's own environment additions: trust the folder it is started in, never relaunch itself. */
@@ -148,6 +147,12 @@ export const geminiAdapter: CliAdapter = {
     // The `--opt=value` form keeps a message that starts with '-' from being read as a flag.
     argv.push(`--prompt-interactive=${req.message}`);
     const env: Record<string, string> = { ...req.env, ...geminiEnv };
+    if (isManagedGeminiHome(req.env)) {
+      // Only against cal's scripted model: Gemini sends no session id of its own with API-key
+      // auth, so each request names its session in a header the model's log keys requests by.
+      const own = (env.GEMINI_CLI_CUSTOM_HEADERS ?? '').trim();
+      env.GEMINI_CLI_CUSTOM_HEADERS = `${own ? `${own}, ` : ''}${SESSION_HEADER}: ${sessionId}`;
+    }
     return { argv, env, cwd: req.config.cwd, deliversMessage: true, sessionId };
   },
 
