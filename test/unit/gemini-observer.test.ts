@@ -183,8 +183,11 @@ describe('Gemini adapter', () => {
     }
   });
 
-  it('guards a leading / or ! so it stays text', () => {
-    expect(geminiAdapter.pasteText('/help')).toBe(' /help');
+  it('guards a leading ! so it stays text; refuses a leading / (a slash command however it is guarded)', () => {
+    expect(() => geminiAdapter.pasteText('/help')).toThrow(/slash command/);
+    expect(() => geminiAdapter.pasteText('  /about x')).toThrow(/slash command/);
+    expect(geminiAdapter.pasteText('// a comment')).toBe('// a comment');
+    expect(geminiAdapter.pasteText('/* c */')).toBe('/* c */');
     expect(geminiAdapter.pasteText('!ls')).toBe(' !ls');
     expect(geminiAdapter.pasteText('plain')).toBe('plain');
   });

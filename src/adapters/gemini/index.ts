@@ -168,8 +168,13 @@ export const geminiAdapter: CliAdapter = {
   },
 
   pasteText(message: string): string {
-    // A leading '/' runs a slash command and '!' a shell command in the TUI: a space keeps it text.
-    return /^[/!]/.test(message) ? ` ${message}` : message;
+    // Gemini trims the input before it looks at it: a leading '/' (but not '//' or '/*') runs a
+    // slash command however it is guarded, so such a message is refused before anything is
+    // sent. A leading '!' (shell mode) is a key press on an empty prompt: after a space it is text.
+    if (/^\s*\/(?![/*])/.test(message)) {
+      throw new CalError('usage', "gemini: a message that starts with '/' would run a Gemini CLI slash command instead of reaching the model; reword its start");
+    }
+    return /^!/.test(message) ? ` ${message}` : message;
   },
 
   scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>): Promise<Record<string, string>> {
