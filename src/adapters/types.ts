@@ -126,6 +126,11 @@ export interface CliAdapter {
   /** The text to paste for a message (e.g. guard a leading '/' or '!'). */
   pasteText(message: string): string;
   /**
+   * Why this CLI's terminal transport cannot take a message as plain text (it would run a
+   * command however it is guarded), or null. Checked before any turn is recorded.
+   */
+  refuseMessage?(message: string): string | null;
+  /**
    * How long to wait between a paste and its Enter, for a TUI that drops an Enter arriving in
    * the same burst as the paste (Gemini CLI). Unset: Enter right after the paste.
    */

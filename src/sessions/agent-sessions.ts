@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { apiAdapter, cliAdapter } from '../adapters/registry.js';
-import type { SessionConfig, TurnProgress } from '../adapters/types.js';
+import type { CliAdapter, SessionConfig, TurnProgress } from '../adapters/types.js';
 import { continueProvider, startProvider } from '../engine/continuation.js';
 import { awaitRecordedTurn, observeRecordedTurn, skipPastTranscript, type EngineHooks, type EngineOptions, type ProviderEvent, type TurnOutcome } from '../engine/provider-continuation.js';
 import { isProcessAlive, processStartTime, type HeldLock } from '../state/lock.js';
@@ -165,6 +165,7 @@ export class AgentSessions {
     }
     if (api && req.mcpConfig) throw new CalError('usage', `${req.provider} is an API provider: --mcp-config applies to coding-agent CLIs`);
     api?.checkEnv(req.env);
+    refuseForTerminal(adapter, transport, req.message);
     if (req.name !== undefined) {
       if (!HandleName.safeParse(req.name).success) throw new CalError('usage', `invalid --name ${JSON.stringify(req.name)}: letters, digits, '.', '_', '-'`);
       if (await this.store.isNameTaken(req.name)) throw new CalError('usage', `a handle named ${req.name} already exists; pick another --name`);
@@ -225,6 +226,7 @@ export class AgentSessions {
       }
       throw new CalError(e.kind, e.message, { ...e.details, handle: handle.id });
     }
+    if (handle.provider.transport !== 'api') refuseForTerminal(cliAdapter(handle.provider.provider), handle.provider.transport, req.message, handle.id);
     return this.runTurn(handle, req.message, req, 'continue');
   }
 
@@ -584,6 +586,13 @@ export class AgentSessions {
     await this.store.appendEvent(record);
     sink?.(record);
   }
+}
+
+/** A message the CLI's terminal would run as a command is refused before any turn is recorded. */
+function refuseForTerminal(adapter: CliAdapter | null, transport: Transport, message: string, handle?: string): void {
+  if (!adapter || transport !== 'tmux') return;
+  const refusal = adapter.refuseMessage?.(message);
+  if (refusal) throw new CalError('usage', refusal, handle ? { handle } : {});
 }
 
 /** What the adapter needs of the session's recorded configuration. */

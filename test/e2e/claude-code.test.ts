@@ -139,6 +139,23 @@ describe('Claude Code in tmux, end to end', () => {
     expect(ok.stdout.trim()).toBe('The codeword was TANGO.');
   });
 
+  it('a message starting with "!" is text for the model; one starting with "/" is refused, never run as a slash command', async () => {
+    const marker = path.join(work, 'claude-bang-ran');
+    const bang = await cal(['continue', handle, '--json', `!touch ${marker}`]);
+    expect(bang.code, bang.stdout).toBe(0);
+    await expect(fs.stat(marker)).rejects.toThrow();
+    expect(server.turnRequests().at(-1)!.lastUserMessage).toContain(`!touch ${marker}`);
+    const turnsBefore = (await inspect()).turns.length;
+    for (const message of ['/exit', ' /exit', '\u2060/exit']) {
+      const slash = await cal(['continue', handle, '--json', message]);
+      expect(slash.code).toBe(2);
+      expect(slash.json.error).toMatchObject({ kind: 'usage', message: expect.stringContaining('slash command') });
+    }
+    const after = await inspect();
+    expect(after.currentPaneAlive).toBe(true);
+    expect(after.turns).toHaveLength(turnsBefore);
+  });
+
   it('an unknown handle is not_found (3); a corrupt handle file is invalid_handle (4) and left untouched', async () => {
     const unknown = await cal(['continue', 'zzzzzzzzzz', 'hello']);
     expect(unknown.code).toBe(3);

@@ -204,6 +204,16 @@ describe('Codex in tmux, end to end', () => {
     expect(existsSync('/tmp/cal-codex-pwned-0')).toBe(false);
   });
 
+  it('a message starting with "!" or "/" is text for the model, never a shell command or a slash command', async () => {
+    const marker = path.join(work, 'codex-bang-ran');
+    const bang = await cal(['continue', handle, '--json', ...TIMEOUT, `!touch ${marker}`]);
+    expect(bang.code, bang.stdout).toBe(0);
+    await expect(fs.stat(marker)).rejects.toThrow();
+    const slash = await cal(['continue', handle, '--json', ...TIMEOUT, '/quit']);
+    expect(slash.code, slash.stdout).toBe(0);
+    expect((await inspect()).currentPaneAlive).toBe(true);
+  });
+
   it('a scripted HTTP 500 is turn_failed (10) with Codex text and no answer; the session goes on', async () => {
     const run = await cal(['continue', handle, '--json', ...TIMEOUT, 'This one fails [[cal:http=500]]']);
     expect(run.code).toBe(10);

@@ -166,6 +166,19 @@ describe('Pi in tmux, end to end', () => {
     expect(ok.stdout.trim()).toBe('The codeword was KIWI.');
   });
 
+  it('a pasted message starting with "!" or "/" is text for the model, never a shell command or a slash command', async () => {
+    const marker = path.join(work, 'pi-bang-ran');
+    const bang = await cal(['continue', handle, '--json', ...TIMEOUT, `!touch ${marker}`]);
+    expect(bang.code, bang.stdout).toBe(0);
+    expect(bang.json.turn.status).toBe('completed');
+    expect(existsSync(marker)).toBe(false);
+    const slash = await cal(['continue', handle, '--json', ...TIMEOUT, '/quit']);
+    expect(slash.code, slash.stdout).toBe(0);
+    expect((await inspect()).currentPaneAlive).toBe(true);
+    const last = server.turnRequests().at(-1)!;
+    expect(last.lastUserMessage).toContain('/quit');
+  });
+
   it('a session file that is gone is resume_unavailable (9), never a fresh start', async () => {
     const view = await inspect();
     expect((await cal(['kill-tmux', handle])).code).toBe(0);

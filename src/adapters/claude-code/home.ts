@@ -49,7 +49,15 @@ export async function preAnswerDialogs(env: Record<string, string>, cwd: string)
   // lock behind until then.
   let release: () => Promise<void>;
   try {
-    release = await lockfile.lock(file, { lockfilePath: `${file}.lock`, realpath: false, stale: 10_000, retries: { retries: 120, minTimeout: 50, maxTimeout: 250 } });
+    release = await lockfile.lock(file, {
+      lockfilePath: `${file}.lock`,
+      realpath: false,
+      stale: 10_000,
+      retries: { retries: 120, minTimeout: 50, maxTimeout: 250 },
+      // cal holds the lock for one small write; a lock taken over meanwhile must not crash cal
+      // from a timer (the library's default), the write is atomic either way.
+      onCompromised: () => undefined,
+    });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ELOCKED') throw err;
     throw new CalError('busy', `Claude Code's config lock ${file}.lock stayed held for over 25 s; retry once the other Claude Code session has settled`);

@@ -105,7 +105,17 @@ export const claudeCodeAdapter: CliAdapter = {
   },
 
   pasteText(message: string): string {
-    // A leading '/' opens a slash command and '!' bash mode in the TUI: a space keeps it text.
-    return /^[/!#]/.test(message) ? ` ${message}` : message;
+    // A leading '!' opens bash mode and '#' a memory note when typed; a space keeps a pasted one
+    // text (measured: ' !touch x' reached the model as text).
+    return /^[!#]/.test(message) ? ` ${message}` : message;
+  },
+
+  refuseMessage(message: string): string | null {
+    // The input box trims leading blanks and strips zero-width characters, then runs a leading
+    // '/' as a slash command (measured on 2.1.328: ' /exit' and '\u2060/exit' both ended the
+    // session). No guard keeps it text, so such a message is refused rather than sent.
+    return /^[\s\u200b-\u200f\u2060-\u2064\ufeff]*\//.test(message)
+      ? 'Claude Code runs a message that starts with "/" as a slash command; put text before the "/"'
+      : null;
   },
 };

@@ -105,8 +105,10 @@ export const piAdapter: CliAdapter = {
   },
 
   pasteText(message: string): string {
-    // In argv a leading '-' is a flag and '@' a file to attach: a space keeps it text (Pi's
-    // editor trims it again when pasted).
+    // In argv a leading '-' is a flag and '@' a file to attach: a space keeps it text. Pasted, the
+    // editor trims that space and would run a leading '!' as a shell command and a leading '/' as
+    // a slash command; a zero-width space (not trimmed, invisible to people) keeps those text.
+    if (/^[!/]/.test(message)) return `\u200b${message}`;
     return /^[-@]/.test(message) ? ` ${message}` : message;
   },
 
