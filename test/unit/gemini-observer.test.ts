@@ -184,10 +184,11 @@ describe('Gemini adapter', () => {
   });
 
   it('guards a leading ! so it stays text; refuses a leading / (a slash command however it is guarded)', () => {
-    expect(() => geminiAdapter.pasteText('/help')).toThrow(/slash command/);
-    expect(() => geminiAdapter.pasteText('  /about x')).toThrow(/slash command/);
-    expect(geminiAdapter.pasteText('// a comment')).toBe('// a comment');
-    expect(geminiAdapter.pasteText('/* c */')).toBe('/* c */');
+    expect(geminiAdapter.refuseMessage?.('/help')).toMatch(/slash command/);
+    expect(geminiAdapter.refuseMessage?.('  /about x')).toMatch(/slash command/);
+    expect(geminiAdapter.refuseMessage?.('// a comment')).toBeNull();
+    expect(geminiAdapter.refuseMessage?.('/* c */')).toBeNull();
+    expect(geminiAdapter.refuseMessage?.('a /b')).toBeNull();
     expect(geminiAdapter.pasteText('!ls')).toBe(' !ls');
     expect(geminiAdapter.pasteText('plain')).toBe('plain');
   });

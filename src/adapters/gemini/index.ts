@@ -168,13 +168,16 @@ export const geminiAdapter: CliAdapter = {
   },
 
   pasteText(message: string): string {
-    // Gemini trims the input before it looks at it: a leading '/' (but not '//' or '/*') runs a
-    // slash command however it is guarded, so such a message is refused before anything is
-    // sent. A leading '!' (shell mode) is a key press on an empty prompt: after a space it is text.
-    if (/^\s*\/(?![/*])/.test(message)) {
-      throw new CalError('usage', "gemini: a message that starts with '/' would run a Gemini CLI slash command instead of reaching the model; reword its start");
-    }
+    // A leading '!' (shell mode) is a key press on an empty prompt: after a space it is text
+    // (measured on 0.61.0, pasted and through -i alike).
     return /^!/.test(message) ? ` ${message}` : message;
+  },
+
+  refuseMessage(message: string): string | null {
+    // Gemini trims the input, then runs a leading '/' (but not '//' or '/*') as a slash command
+    // (measured on 0.61.0: ' /about' ran /about). A space does not keep it text, and cal does
+    // not slip an invisible character into the user's words, so such a message is refused.
+    return /^\s*\/(?![/*])/.test(message) ? 'Gemini CLI runs a message that starts with "/" as a slash command; put text before the "/"' : null;
   },
 
   scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>): Promise<Record<string, string>> {
