@@ -161,7 +161,7 @@ describe('Gemini adapter', () => {
     const fresh = geminiAdapter.launch({ cli, env: { HOME: '/h' }, config, mode: 'fresh', sessionId: '11111111-2222-4333-8444-555555555555', message: '-x hello' });
     expect(fresh).toMatchObject({ cwd: '/work/p', deliversMessage: true, sessionId: '11111111-2222-4333-8444-555555555555' });
     expect(fresh.argv).toEqual(['/opt/gemini.js', '--session-id', '11111111-2222-4333-8444-555555555555', '--prompt-interactive=-x hello']);
-    expect(fresh.env).toMatchObject({ HOME: '/h', GEMINI_CLI_TRUST_WORKSPACE: 'true' });
+    expect(fresh.env).toMatchObject({ HOME: '/h', GEMINI_CLI_TRUST_WORKSPACE: 'true', GEMINI_CLI_NO_RELAUNCH: 'true' });
     const resume = geminiAdapter.launch({ cli, env: {}, config: { ...config, model: 'm1', toolPolicy: 'bypassPermissions' }, mode: 'resume', sessionId: 'abc', message: 'again' });
     expect(resume.argv).toEqual(['/opt/gemini.js', '--model', 'm1', '--approval-mode', 'yolo', '--resume', 'abc', '--prompt-interactive=again']);
   });

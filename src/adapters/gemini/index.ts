@@ -32,9 +32,15 @@ import { GeminiTurnObserver, classifyRecord, contentText, normaliseForMatch } fr
  * MCP certifications need --mcp-config.
  */
 
-/** Gemini's own environment additions: trust the folder it is started in, never relaunch itself. */
+/**
+ * Gemini's own environment additions: trust the folder it is started in (writes nothing), and
+ * never relaunch itself in a child process. Measured on 0.61.0: a relaunched Gemini (the default)
+ * survives its tmux pane being killed, parent and child alike, and goes on holding the session;
+ * with GEMINI_CLI_NO_RELAUNCH=true it ends with its pane, as a lost terminal must.
+ */
 const geminiEnv = {
   GEMINI_CLI_TRUST_WORKSPACE: 'true',
+  GEMINI_CLI_NO_RELAUNCH: 'true',
 } as const;
 
 /** cal's tool policies as Gemini approval modes. */
