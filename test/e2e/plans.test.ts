@@ -64,7 +64,8 @@ describe('cal run: durable post-step phases', () => {
   });
 
   afterAll(async () => {
-    await killStateTmux(state);
+    // Each test has its own state dir, so its own tmux server: end every one.
+    for (const dir of ['state-a', 'state-b']) await killStateTmux(path.join(root, dir));
     await server.close();
   });
 
