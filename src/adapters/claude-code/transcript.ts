@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import type { ToolActivity } from '../../handles/tool-activity.js';
-import { olderThan } from '../record-time.js';
-import type { TurnObservation, TurnObserver } from '../types.js';
+import { TranscriptTurnObserver } from '../turn-observer.js';
 
 /**
  * Claude Code's session transcript (`~/.claude/projects/<slug>/<id>.jsonl`), measured on 2.1.328.
@@ -51,6 +50,8 @@ export type ClaudeRecord =
   | { kind: 'system'; record: z.infer<typeof SystemRecord> }
   | { kind: 'other' }
   | { kind: 'unknown' };
+
+type KnownClaudeRecord = Exclude<ClaudeRecord, { kind: 'unknown' }>;
 
 export function classifyRecord(value: unknown): ClaudeRecord {
   const user = UserRecord.safeParse(value);
@@ -105,43 +106,27 @@ function resultText(block: z.infer<typeof ToolResultBlock>): string {
  * marker after it (design §5): `system/turn_duration` → completed, an API-error assistant →
  * failed, an interrupt record → interrupted, a newer human prompt → the old turn was lost.
  */
-export class ClaudeTurnObserver implements TurnObserver {
-  observation: TurnObservation = { phase: 'waiting' };
-  tools: ToolActivity[] = [];
-  unknownRecords = 0;
-  private readonly needle: string;
-  private turnKey: string | null = null;
-  private lastAnswer: string | null = null;
+export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord> {
   private readonly toolIndex = new Map<string, ToolActivity>();
 
-  constructor(
-    message: string,
-    private readonly notBefore?: Date,
-  ) {
-    this.needle = normaliseForMatch(message);
-  }
-
-  get partialAnswer(): string {
-    return this.lastAnswer ?? '';
-  }
-
-  feed(value: unknown): void {
-    if (this.observation.phase === 'ended') return;
+  protected classify(value: unknown): KnownClaudeRecord | null {
     const rec = classifyRecord(value);
-    if (rec.kind === 'unknown') {
-      this.unknownRecords++;
-      return;
-    }
-    if (this.observation.phase === 'waiting') {
-      if (rec.kind !== 'user' || rec.record.isMeta || olderThan(value, this.notBefore)) return;
-      const text = userText(rec.record);
-      if (text === null || text.startsWith(INTERRUPT_PREFIX)) return;
-      if (rec.record.origin && rec.record.origin.kind !== 'human') return;
-      if (!normaliseForMatch(text).includes(this.needle)) return;
-      this.turnKey = rec.record.promptId ?? null;
-      this.observation = { phase: 'running', turnKey: this.turnKey };
-      return;
-    }
+    return rec.kind === 'unknown' ? null : rec;
+  }
+
+  protected normalise(text: string): string {
+    return normaliseForMatch(text);
+  }
+
+  protected whileWaiting(rec: KnownClaudeRecord): void {
+    if (rec.kind !== 'user' || rec.record.isMeta) return;
+    const text = userText(rec.record);
+    if (text === null || text.startsWith(INTERRUPT_PREFIX)) return;
+    if (rec.record.origin && rec.record.origin.kind !== 'human') return;
+    if (this.isOurs(text)) this.begin(rec.record.promptId ?? null);
+  }
+
+  protected whileRunning(rec: KnownClaudeRecord): void {
     switch (rec.kind) {
       case 'assistant':
         this.onAssistant(rec.record);
@@ -202,9 +187,5 @@ export class ClaudeTurnObserver implements TurnObserver {
     if (human && record.promptId && record.promptId !== this.turnKey) {
       this.end('lost', null, 'a newer prompt started before this turn recorded its end');
     }
-  }
-
-  private end(status: 'completed' | 'failed' | 'interrupted' | 'lost', answer: string | null, error: string | null): void {
-    this.observation = { phase: 'ended', status, turnKey: this.turnKey, answer, error };
   }
 }

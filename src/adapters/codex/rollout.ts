@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import type { ToolActivity } from '../../handles/tool-activity.js';
-import { olderThan } from '../record-time.js';
-import type { TurnObservation, TurnObserver } from '../types.js';
+import { TranscriptTurnObserver } from '../turn-observer.js';
 
 /**
  * Codex's rollout (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl`), measured on
@@ -113,6 +112,8 @@ export type CodexRecord =
   | { kind: 'user_response_item'; text: string; turnId: string | null }
   | { kind: 'other' }
   | { kind: 'unknown' };
+
+type KnownCodexRecord = Exclude<CodexRecord, { kind: 'unknown' }>;
 
 export function classifyRecord(value: unknown): CodexRecord {
   const env = Envelope.safeParse(value);
@@ -236,38 +237,20 @@ export function shellCommandText(argv: string[]): string {
  * `turn_aborted` interrupts it, and a newer `task_started` closes it as lost (the process died
  * before writing an end record, which Codex never writes after a kill).
  */
-export class CodexTurnObserver implements TurnObserver {
-  observation: TurnObservation = { phase: 'waiting' };
-  tools: ToolActivity[] = [];
-  unknownRecords = 0;
-  private readonly needle: string;
-  private turnKey: string | null = null;
+export class CodexTurnObserver extends TranscriptTurnObserver<KnownCodexRecord> {
   /** The most recent task_started before our message was seen. */
   private openTurn: string | null = null;
-  private lastAnswer: string | null = null;
 
-  constructor(
-    message: string,
-    private readonly notBefore?: Date,
-  ) {
-    this.needle = normaliseForMatch(message);
-  }
-
-  get partialAnswer(): string {
-    return this.lastAnswer ?? '';
-  }
-
-  feed(value: unknown): void {
-    if (this.observation.phase === 'ended') return;
+  protected classify(value: unknown): KnownCodexRecord | null {
     const rec = classifyRecord(value);
-    if (rec.kind === 'unknown') {
-      this.unknownRecords++;
-      return;
-    }
-    if (this.observation.phase === 'waiting') {
-      if (!olderThan(value, this.notBefore)) this.whileWaiting(rec);
-      return;
-    }
+    return rec.kind === 'unknown' ? null : rec;
+  }
+
+  protected normalise(text: string): string {
+    return normaliseForMatch(text);
+  }
+
+  protected whileRunning(rec: KnownCodexRecord): void {
     switch (rec.kind) {
       case 'task_started':
         if (rec.turnId !== this.turnKey) this.end('lost', null, 'a newer Codex turn started before this one recorded its end');
@@ -297,7 +280,7 @@ export class CodexTurnObserver implements TurnObserver {
     }
   }
 
-  private whileWaiting(rec: CodexRecord): void {
+  protected whileWaiting(rec: KnownCodexRecord): void {
     if (rec.kind === 'task_started') {
       this.openTurn = rec.turnId;
       return;
@@ -316,12 +299,6 @@ export class CodexTurnObserver implements TurnObserver {
       turnId = rec.turnId ?? this.openTurn;
     }
     if (text === null || turnId === null || isInjectedContext(text)) return;
-    if (!normaliseForMatch(text).includes(this.needle)) return;
-    this.turnKey = turnId;
-    this.observation = { phase: 'running', turnKey: turnId };
-  }
-
-  private end(status: 'completed' | 'failed' | 'interrupted' | 'lost', answer: string | null, error: string | null): void {
-    this.observation = { phase: 'ended', status, turnKey: this.turnKey, answer, error };
+    if (this.isOurs(text)) this.begin(turnId);
   }
 }

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import type { ToolActivity } from '../../handles/tool-activity.js';
-import { olderThan } from '../record-time.js';
-import type { TurnObservation, TurnObserver } from '../types.js';
+import { TranscriptTurnObserver } from '../turn-observer.js';
 
 /**
  * Gemini CLI's session file (`~/.gemini/tmp/<slug>/chats/session-<minute>-<id8>.jsonl`),
@@ -47,6 +46,8 @@ export type GeminiRecordKind =
   | { kind: 'set'; keys: string[] }
   | { kind: 'rewind'; id: string }
   | { kind: 'unknown' };
+
+type KnownGeminiRecord = Exclude<GeminiRecordKind, { kind: 'unknown' }>;
 
 export function classifyRecord(value: unknown): GeminiRecordKind {
   const rewind = RewindTo.safeParse(value);
@@ -160,45 +161,26 @@ export function toolFromCall(call: z.infer<typeof ToolCall>): ToolActivity {
  * - interrupted: the `info` record "Request cancelled." (Escape), or a `$rewindTo` of our message;
  * - lost: a newer human `user` record, or a new header (the CLI was relaunched) before any end.
  */
-export class GeminiTurnObserver implements TurnObserver {
-  observation: TurnObservation = { phase: 'waiting' };
-  unknownRecords = 0;
-  private readonly needle: string;
-  private turnKey: string | null = null;
-  private lastAnswer: string | null = null;
+export class GeminiTurnObserver extends TranscriptTurnObserver<KnownGeminiRecord> {
   private readonly toolIndex = new Map<string, ToolActivity>();
   private readonly toolOrder: string[] = [];
 
-  constructor(
-    message: string,
-    private readonly notBefore?: Date,
-  ) {
-    this.needle = normaliseForMatch(message);
-  }
-
-  get tools(): ToolActivity[] {
-    return this.toolOrder.map((id) => this.toolIndex.get(id) as ToolActivity);
-  }
-
-  get partialAnswer(): string {
-    return this.lastAnswer ?? '';
-  }
-
-  feed(value: unknown): void {
-    if (this.observation.phase === 'ended') return;
+  protected classify(value: unknown): KnownGeminiRecord | null {
     const rec = classifyRecord(value);
-    if (rec.kind === 'unknown') {
-      this.unknownRecords++;
-      return;
-    }
-    if (this.observation.phase === 'waiting') {
-      if (rec.kind !== 'user' || olderThan(value, this.notBefore)) return;
-      const text = contentText(rec.record.content as string | Array<Record<string, unknown>>);
-      if (text === null || !normaliseForMatch(text).includes(this.needle)) return;
-      this.turnKey = rec.record.id;
-      this.observation = { phase: 'running', turnKey: this.turnKey };
-      return;
-    }
+    return rec.kind === 'unknown' ? null : rec;
+  }
+
+  protected normalise(text: string): string {
+    return normaliseForMatch(text);
+  }
+
+  protected whileWaiting(rec: KnownGeminiRecord): void {
+    if (rec.kind !== 'user') return;
+    const text = contentText(rec.record.content as string | Array<Record<string, unknown>>);
+    if (text !== null && this.isOurs(text)) this.begin(rec.record.id);
+  }
+
+  protected whileRunning(rec: KnownGeminiRecord): void {
     switch (rec.kind) {
       case 'gemini':
         this.onGemini(rec.record);
@@ -229,6 +211,8 @@ export class GeminiTurnObserver implements TurnObserver {
       if (!this.toolIndex.has(call.id)) this.toolOrder.push(call.id);
       this.toolIndex.set(call.id, toolFromCall(call));
     }
+    // Gemini rewrites a record under the same id: tools keep the order they first appeared in.
+    this.tools = this.toolOrder.map((id) => this.toolIndex.get(id) as ToolActivity);
     const text = contentText(record.content as string | Array<Record<string, unknown>>) ?? '';
     if (text.trim() === '') return;
     this.lastAnswer = text;
@@ -239,9 +223,5 @@ export class GeminiTurnObserver implements TurnObserver {
     const text = contentText(record.content as string | Array<Record<string, unknown>>) ?? '';
     if (record.type === 'error') this.end('failed', null, text.trim() || 'Gemini CLI recorded an error without text');
     else if (record.type === 'info' && text.trim() === CANCELLED) this.end('interrupted', this.lastAnswer, 'the turn was interrupted');
-  }
-
-  private end(status: 'completed' | 'failed' | 'interrupted' | 'lost', answer: string | null, error: string | null): void {
-    this.observation = { phase: 'ended', status, turnKey: this.turnKey, answer, error };
   }
 }

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import type { ToolActivity } from '../../handles/tool-activity.js';
-import { olderThan } from '../record-time.js';
-import type { TurnObservation, TurnObserver } from '../types.js';
+import { TranscriptTurnObserver } from '../turn-observer.js';
 
 /**
  * Pi's session file (JSONL, an append-only tree: every entry has an 8-hex `id` and a `parentId`),
@@ -59,6 +58,8 @@ export type PiRecord =
   | { kind: 'toolResult'; id: string; message: z.infer<typeof ToolResultMessage> }
   | { kind: 'other' }
   | { kind: 'unknown' };
+
+type KnownPiRecord = Exclude<PiRecord, { kind: 'unknown' }>;
 
 export function classifyRecord(value: unknown): PiRecord {
   const entry = MessageEntry.safeParse(value);
@@ -124,40 +125,23 @@ function toolFromCall(block: z.infer<typeof ToolCallBlock>): ToolActivity {
  * `aborted` → interrupted; `toolUse` goes on. A newer user message before any end means the
  * process died mid-turn (Pi writes no end record then): lost.
  */
-export class PiTurnObserver implements TurnObserver {
-  observation: TurnObservation = { phase: 'waiting' };
-  tools: ToolActivity[] = [];
-  unknownRecords = 0;
-  private readonly needle: string;
-  private turnKey: string | null = null;
-  private lastAnswer: string | null = null;
+export class PiTurnObserver extends TranscriptTurnObserver<KnownPiRecord> {
   private readonly toolIndex = new Map<string, ToolActivity>();
 
-  constructor(
-    message: string,
-    private readonly notBefore?: Date,
-  ) {
-    this.needle = normaliseForMatch(message);
-  }
-
-  get partialAnswer(): string {
-    return this.lastAnswer ?? '';
-  }
-
-  feed(value: unknown): void {
-    if (this.observation.phase === 'ended') return;
+  protected classify(value: unknown): KnownPiRecord | null {
     const rec = classifyRecord(value);
-    if (rec.kind === 'unknown') {
-      this.unknownRecords++;
-      return;
-    }
-    if (this.observation.phase === 'waiting') {
-      if (rec.kind !== 'user' || rec.text === null || olderThan(value, this.notBefore)) return;
-      if (!normaliseForMatch(rec.text).includes(this.needle)) return;
-      this.turnKey = rec.id;
-      this.observation = { phase: 'running', turnKey: rec.id };
-      return;
-    }
+    return rec.kind === 'unknown' ? null : rec;
+  }
+
+  protected normalise(text: string): string {
+    return normaliseForMatch(text);
+  }
+
+  protected whileWaiting(rec: KnownPiRecord): void {
+    if (rec.kind === 'user' && rec.text !== null && this.isOurs(rec.text)) this.begin(rec.id);
+  }
+
+  protected whileRunning(rec: KnownPiRecord): void {
     switch (rec.kind) {
       case 'assistant':
         this.onAssistant(rec.message);
@@ -205,9 +189,5 @@ export class PiTurnObserver implements TurnObserver {
         // toolUse: tool results and another assistant message follow.
         return;
     }
-  }
-
-  private end(status: 'completed' | 'failed' | 'interrupted' | 'lost', answer: string | null, error: string | null): void {
-    this.observation = { phase: 'ended', status, turnKey: this.turnKey, answer, error };
   }
 }
