@@ -1,9 +1,9 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startModelServer, type ModelServer } from '../../src/model/server.js';
-import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir } from '../support/cal.js';
-import { claudeTestEnv, makeWorkDir } from '../support/claude-home.js';
+import type { ModelServer } from '../../src/model/server.js';
+import { claudeSuite, type ClaudeSuite } from '../support/claude-suite.js';
+import { handleFromStderr } from '../support/cal.js';
 import { pinnedCli } from '../support/clis.js';
 
 /**
@@ -11,6 +11,7 @@ import { pinnedCli } from '../support/clis.js';
  * The tests in this file build on each other (one logical session), so they run in order.
  */
 describe('Claude Code in tmux, end to end', () => {
+  let suite: ClaudeSuite;
   let server: ModelServer;
   let root: string;
   let state: string;
@@ -18,20 +19,16 @@ describe('Claude Code in tmux, end to end', () => {
   let env: Record<string, string>;
   let handle = '';
 
-  const cal = (args: string[], input?: string) => runCal(['--state-dir', state, ...args], { env, input });
+  const cal = (args: string[], input?: string) => suite.cal(args, input);
   const inspect = async () => (await cal(['inspect', handle, '--json'])).json;
 
   beforeAll(async () => {
-    server = await startModelServer({});
-    root = await scratchDir('claude-e2e');
-    state = path.join(root, 'state');
-    work = await makeWorkDir(root);
-    env = await claudeTestEnv(root, server.url, baseEnv({}));
+    suite = await claudeSuite('claude-e2e');
+    ({ server, root, state, work, env } = suite);
   });
 
   afterAll(async () => {
-    await killStateTmux(state);
-    await server.close();
+    await suite.close();
   });
 
   it('start prints the answer, and the handle holds the native id, pane, CLI version and offset', async () => {

@@ -5,11 +5,10 @@ import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { paneText } from '../../src/engine/pane-text.js';
 import { tmuxSocketFor } from '../../src/engine/tmux-socket.js';
-import { startModelServer, type ModelServer } from '../../src/model/server.js';
-import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir } from '../support/cal.js';
-import { claudeTestEnv, makeWorkDir } from '../support/claude-home.js';
+import type { ModelServer } from '../../src/model/server.js';
+import { claudeSuite, type ClaudeSuite } from '../support/claude-suite.js';
+import { handleFromStderr } from '../support/cal.js';
 import { recordFault } from '../support/fault-matrix.js';
-import { removeScratch } from '../support/scratch.js';
 
 /**
  * Issue 7 acceptance with the real Claude Code binary: messages that carry terminal escapes
@@ -56,6 +55,7 @@ const humanPrompts = (recs: Rec[]) => recs.filter((r) => r.type === 'user' && r.
 const turnEnds = (recs: Rec[]) => recs.filter((r) => r.type === 'system' && r.subtype === 'turn_duration');
 
 describe('escape sequences in a message reach the real Claude Code as inert text', () => {
+  let suite: ClaudeSuite;
   let server: ModelServer;
   let root: string;
   let state: string;
@@ -63,21 +63,16 @@ describe('escape sequences in a message reach the real Claude Code as inert text
   let env: Record<string, string>;
   let handle = '';
 
-  const cal = (args: string[], input?: string) => runCal(['--state-dir', state, ...args], { env, input });
+  const cal = (args: string[], input?: string) => suite.cal(args, input);
   const inspect = async () => (await cal(['inspect', handle, '--json'])).json;
 
   beforeAll(async () => {
-    server = await startModelServer({});
-    root = await scratchDir('sec-paste');
-    state = path.join(root, 'state');
-    work = await makeWorkDir(root);
-    env = await claudeTestEnv(root, server.url, baseEnv({}));
+    suite = await claudeSuite('sec-paste');
+    ({ server, root, state, work, env } = suite);
   });
 
   afterAll(async () => {
-    await killStateTmux(state);
-    await server.close();
-    await removeScratch(root);
+    await suite.close({ removeScratch: true });
   });
 
   it('a first message with escapes goes through the launch argv as inert text', async () => {
