@@ -19,6 +19,8 @@ export const exitCodes = {
   timeout: 14,
   /** `cal certify`: at least one certification failed (the CLI version does not keep the contract). */
   certification_failed: 15,
+  /** The CLI release is below the adapter's proven floor, lacks a needed flag, or writes a transcript cal cannot read. */
+  cli_unsupported: 16,
 } as const;
 
 export type ErrorKind = keyof typeof exitCodes;

@@ -38,6 +38,8 @@ export interface LaunchRequest {
   sessionId: string | null;
   /** Delivered by the launch itself when the adapter can (argv), else pasted afterwards. */
   message: string;
+  /** A private 0700 folder cal owns for this session, for per-session files (hook settings). */
+  sessionDir?: string;
 }
 
 export interface LaunchPlan {
@@ -48,6 +50,11 @@ export interface LaunchPlan {
   deliversMessage: boolean;
   /** The native id the CLI will use, when known before it writes anything. */
   sessionId: string | null;
+  /**
+   * A JSONL file the CLI's hooks append to (a second end-of-turn signal beside the transcript);
+   * the engine tails it and keeps it on the handle for resumes and recover.
+   */
+  signalFile?: string | null;
 }
 
 export interface TranscriptBinding {
@@ -80,6 +87,8 @@ export type TurnObservation =
 export interface TurnObserver {
   /** Feed transcript records in file order. */
   feed(record: unknown): void;
+  /** Feed a record of the session's signal file (LaunchPlan.signalFile), when the adapter has one. */
+  feedSignal?(record: unknown): void;
   readonly observation: TurnObservation;
   readonly tools: ToolActivity[];
   /** Text streamed so far in this turn (for --stream); empty when none. */
@@ -100,8 +109,15 @@ export interface StructuredTurnResult {
   transcriptPath: string | null;
 }
 
+export interface StructuredRunRequest extends LaunchRequest {
+  timeoutMs: number;
+  onProgress?: (progress: TurnProgress) => void;
+  /** Cancels the turn as Ctrl-C would (the CLI is interrupted; its stream ends the turn). */
+  signal?: AbortSignal;
+}
+
 export interface StructuredTransport {
-  run(req: LaunchRequest & { timeoutMs: number; onProgress?: (progress: TurnProgress) => void }): Promise<StructuredTurnResult>;
+  run(req: StructuredRunRequest): Promise<StructuredTurnResult>;
 }
 
 export interface CliAdapter {

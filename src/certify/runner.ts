@@ -7,7 +7,9 @@ import type { PinnedCli, ProviderName } from '../handles/schema.js';
 import { ScenarioContext, errorText, type RunSettings } from './context.js';
 import { planCertifications } from './registry.js';
 import { redactor } from './report.js';
-import { CertFailure, type CertId, type CertOutcome } from './types.js';
+import { CertFailure, type CertId, type CertOutcome, type CertifyReport } from './types.js';
+
+export type { CertifyReport } from './types.js';
 
 export interface CertifyOptions {
   provider: ProviderName;
@@ -25,19 +27,6 @@ export interface CertifyOptions {
   onOutcome?: (outcome: CertOutcome) => void;
   /** Called once the CLI is resolved, before any scenario runs. */
   onStart?: (info: { pinned: PinnedCli; planned: number; skipped: number }) => void;
-}
-
-export interface CertifyReport {
-  provider: ProviderName;
-  cli: PinnedCli;
-  mode: 'scripted' | 'live';
-  only: CertId[] | null;
-  startedAt: string;
-  finishedAt: string;
-  durationMs: number;
-  outcomes: CertOutcome[];
-  passed: boolean;
-  counts: { pass: number; fail: number; skip: number };
 }
 
 const DEFAULT_JOBS = 3;

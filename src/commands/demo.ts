@@ -8,7 +8,6 @@ import { startModelServer } from '../model/server.js';
 import { AgentSessions } from '../sessions/agent-sessions.js';
 import { StateStore } from '../state/store.js';
 import { passThroughEnv, renderError, type GlobalOptions } from './common.js';
-import { shutdownTransports } from '../sessions/cleanup.js';
 
 /**
  * The whole loop offline, on the embedded default: the scripted model on 127.0.0.1, the real
@@ -20,14 +19,14 @@ export async function runDemo(opts: { provider: string; cliPath?: string }, glob
   const server = await startModelServer({});
   const stateDir = global.stateDir ?? path.join(scratch, 'state');
   const say = (line: string) => process.stdout.write(`${line}\n`);
-  let store: StateStore | null = null;
+  let sessions: AgentSessions | null = null;
   try {
-    store = await StateStore.open(stateDir);
+    const store = await StateStore.open(stateDir);
     const work = path.join(scratch, 'work');
     await fs.mkdir(work, { recursive: true });
     const env = await AgentSessions.scriptedModelEnv('claude-code', scratch, server.url, passThroughEnv());
     const cliPath = opts.cliPath ?? (findOnPath('claude', env.PATH) ? undefined : bundledCli('claude'));
-    const sessions = new AgentSessions(store);
+    sessions = new AgentSessions(store);
     say(`scripted model: ${server.url}`);
 
     say('1. cal start --provider claude-code "Remember the codeword TANGO."');
@@ -56,7 +55,7 @@ export async function runDemo(opts: { provider: string; cliPath?: string }, glob
   } catch (err) {
     return renderError(err instanceof CalError ? err : err, {});
   } finally {
-    if (store) await shutdownTransports(store).catch(() => undefined);
+    if (sessions) await sessions.shutdownTransports().catch(() => undefined);
     await server.close();
     if (!global.stateDir) await fs.rm(scratch, { recursive: true, force: true }).catch(() => undefined);
   }

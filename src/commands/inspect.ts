@@ -2,6 +2,7 @@ import { AgentSessions, type HandleView } from '../sessions/agent-sessions.js';
 import { StateStore } from '../state/store.js';
 import { age, certificationText, eventDetail, oneLine, screenTail, splitPanes, toolLine } from '../tui/format.js';
 import { listCertifications, type CertificationSummary } from '../certify/results.js';
+import type { InspectSource } from '../tui/source.js';
 import { renderError, type GlobalOptions } from './common.js';
 
 /**
@@ -17,7 +18,7 @@ export async function runInspect(ref: string | undefined, opts: { json?: boolean
       // A bad reference fails here, as a plain typed error, before the terminal is taken over.
       if (ref !== undefined) await sessions.describe(ref);
       const { runTui } = await import('../tui/run.js');
-      return await runTui({ source: sessions, ref, stateDir: store.layout.root });
+      return await runTui({ source: tuiSource(sessions, store.layout.root), ref, stateDir: store.layout.root });
     }
     if (ref === undefined) {
       const list = await sessions.list();
@@ -36,7 +37,7 @@ export async function runInspect(ref: string | undefined, opts: { json?: boolean
     }
     const view = await sessions.describe(ref);
     const cli = view.handle.provider.cli;
-    const certification = cli ? await sessions.certification(view.handle.provider.provider, cli.version) : [];
+    const certification = cli ? await certificationsOf(store.layout.root, view.handle.provider.provider, cli.version) : [];
     const screen = view.currentPaneAlive ? await sessions.screen(ref).catch(() => null) : null;
     const attach = view.currentPaneAlive ? await sessions.attachCommand(ref) : null;
     if (opts.json) process.stdout.write(JSON.stringify({ ...viewJson(view, screen, attach), certification }) + '\n');
@@ -45,6 +46,22 @@ export async function runInspect(ref: string | undefined, opts: { json?: boolean
   } catch (err) {
     return renderError(err, opts);
   }
+}
+
+/** Stored `cal certify` results of one CLI version, one per mode. */
+async function certificationsOf(stateRoot: string, provider: string, version: string): Promise<CertificationSummary[]> {
+  return (await listCertifications(stateRoot)).filter((c) => c.provider === provider && c.version === version);
+}
+
+/** What the TUI reads: the sessions object, plus certification results from certify's store. */
+function tuiSource(sessions: AgentSessions, stateRoot: string): InspectSource {
+  return {
+    list: () => sessions.list(),
+    describe: (ref) => sessions.describe(ref),
+    screen: (ref) => sessions.screen(ref),
+    attachCommand: (ref) => sessions.attachCommand(ref),
+    certification: (provider, version) => certificationsOf(stateRoot, provider, version),
+  };
 }
 
 function viewJson(view: HandleView, screen: string | null, attach: string[] | null): Record<string, unknown> {

@@ -26,6 +26,8 @@ export const TmuxLocation = z.object({
   socket: z.string(),
   session: z.string(),
   paneId: z.string(),
+  /** The pane's process when it was launched: with the session name, tells a reused pane id apart. */
+  panePid: z.number().int().positive().optional(),
 });
 export type TmuxLocation = z.infer<typeof TmuxLocation>;
 
@@ -55,6 +57,8 @@ export const ProviderHandle = z.object({
   status: z.enum(['active', 'idle', 'lost', 'closed']),
   cli: PinnedCli.nullable(),
   transcript: TranscriptCursor.nullable(),
+  /** The file the CLI's hooks append end-of-turn signals to, where the adapter set one up. */
+  signals: TranscriptCursor.nullable().default(null),
   /** Names (never values) of the environment variables the session needs. */
   envNames: z.array(z.string()).default([]),
 });

@@ -48,6 +48,8 @@ export interface AcquireOptions {
   waitSeconds?: number;
   /** Called once when the caller starts to wait (for the waiting_for_lock event). */
   onWait?: () => void | Promise<void>;
+  /** Stops waiting in line (an `interrupted` error); the ticket is removed. */
+  signal?: AbortSignal;
 }
 
 export class LockDirectory {
@@ -100,6 +102,7 @@ export class LockDirectory {
           announced = true;
           await opts.onWait?.();
         }
+        if (opts.signal?.aborted) throw new CalError('interrupted', `cancelled while waiting for ${name}`);
         if (Date.now() >= deadline) {
           throw new CalError('busy', `${name} is still busy after waiting ${opts.waitSeconds}s; retry later`);
         }

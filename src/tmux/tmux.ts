@@ -25,6 +25,9 @@ export interface PaneState {
   exists: boolean;
   dead: boolean;
   deadStatus: number | null;
+  /** The tmux session the pane belongs to, and its process (pane ids are reused by a new server). */
+  session?: string;
+  pid?: number;
 }
 
 /** Names tmux's update-environment list can carry (space-separated); others go by -e. */
@@ -81,10 +84,17 @@ export class TmuxServer {
   }
 
   async paneState(paneId: string): Promise<PaneState> {
-    const res = await this.tmux(['display-message', '-p', '-t', paneId, '#{pane_id} #{pane_dead} #{pane_dead_status}']);
-    const [id, dead, status] = res.stdout.trim().split(' ');
+    // Tab-separated: a session name holds no tab, and an empty dead status keeps its place.
+    const res = await this.tmux(['display-message', '-p', '-t', paneId, '#{pane_id}\t#{pane_dead}\t#{pane_dead_status}\t#{session_name}\t#{pane_pid}']);
+    const [id, dead, status, session, pid] = res.stdout.replace(/\n$/, '').split('\t');
     if (res.exitCode !== 0 || id !== paneId) return { exists: false, dead: true, deadStatus: null };
-    return { exists: true, dead: dead === '1', deadStatus: status ? Number(status) : null };
+    return {
+      exists: true,
+      dead: dead === '1',
+      deadStatus: status ? Number(status) : null,
+      ...(session ? { session } : {}),
+      ...(pid && /^\d+$/.test(pid) ? { pid: Number(pid) } : {}),
+    };
   }
 
   async isPaneAlive(paneId: string): Promise<boolean> {

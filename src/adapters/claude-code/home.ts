@@ -30,7 +30,7 @@ export function claudeJsonPath(env: Record<string, string>): string {
 
 function homeOf(env: Record<string, string>): string {
   const home = env.HOME;
-  if (!home) throw new Error('HOME is not set: Claude Code keeps its sessions under $HOME/.claude');
+  if (!home) throw new CalError('usage', 'HOME is not set: Claude Code keeps its sessions under $HOME/.claude');
   return home;
 }
 
@@ -73,7 +73,7 @@ async function preAnswerLocked(env: Record<string, string>, cwd: string, file: s
   let current: z.infer<typeof ClaudeJson> = {};
   try {
     const parsed = ClaudeJson.safeParse(JSON.parse(await fs.readFile(file, 'utf8')));
-    if (!parsed.success) throw new Error(`${file} is not the JSON Claude Code writes; refusing to rewrite it`);
+    if (!parsed.success) throw new CalError('usage', `${file} is not the JSON Claude Code writes; refusing to rewrite it`);
     current = parsed.data;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;

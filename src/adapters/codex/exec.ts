@@ -2,7 +2,7 @@ import { execa } from 'execa';
 import { z } from 'zod';
 import { CalError } from '../../errors.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
-import type { LaunchRequest, StructuredTurnResult, TurnProgress } from '../types.js';
+import type { LaunchRequest, StructuredRunRequest, StructuredTurnResult } from '../types.js';
 import { commonOverrides } from './config.js';
 import { codexEnv } from './binary.js';
 import { codexHome, findRolloutById } from './sessions.js';
@@ -201,7 +201,7 @@ export function execArgv(req: LaunchRequest): string[] {
   ];
 }
 
-export async function runExecTurn(req: LaunchRequest & { timeoutMs: number; onProgress?: (progress: TurnProgress) => void }): Promise<StructuredTurnResult> {
+export async function runExecTurn(req: StructuredRunRequest): Promise<StructuredTurnResult> {
   const argv = execArgv(req);
   const startedAt = new Date(Date.now() - 1000);
   const child = execa(argv[0] as string, argv.slice(1), {
@@ -213,6 +213,8 @@ export async function runExecTurn(req: LaunchRequest & { timeoutMs: number; onPr
     timeout: req.timeoutMs,
     maxBuffer: 256 << 20,
   });
+  // A cancel interrupts codex as Ctrl-C in its terminal would; the stream then ends the turn.
+  req.signal?.addEventListener('abort', () => child.kill('SIGINT'), { once: true });
   if (req.onProgress) {
     // Items as exec reports them, before the turn ends (--stream): the complete lines so far.
     const report = req.onProgress;
