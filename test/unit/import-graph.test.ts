@@ -63,6 +63,29 @@ function violations(graph: Map<string, string[]>, rule: LayerRule): string[] {
   return out;
 }
 
+/** Every import cycle (each reported once, from the file where the search met it first). */
+function cycles(graph: Map<string, string[]>): string[][] {
+  const found: string[][] = [];
+  const done = new Set<string>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const visit = (file: string): void => {
+    if (onStack.has(file)) {
+      found.push([...stack.slice(stack.indexOf(file)), file]);
+      return;
+    }
+    if (done.has(file) || !graph.has(file)) return;
+    stack.push(file);
+    onStack.add(file);
+    for (const target of graph.get(file) ?? []) visit(graph.has(target) ? target : `${target}x`);
+    stack.pop();
+    onStack.delete(file);
+    done.add(file);
+  };
+  for (const file of graph.keys()) visit(file);
+  return found;
+}
+
 describe('import graph', () => {
   const all = files(src);
   const graph = new Map(all.map((f) => [rel(f), imports(f)]));
@@ -100,6 +123,12 @@ describe('import graph', () => {
   it('mechanics (tmux, transcripts) name no CLI', () => {
     const offenders = all.filter((f) => under(rel(f), 'tmux', 'transcripts')).filter((f) => /claude|codex|gemini/i.test(readFileSync(f, 'utf8')));
     expect(offenders.map(rel)).toEqual([]);
+  });
+
+  it('no import cycle in src/ (type-only imports included)', () => {
+    expect(cycles(graph)).toEqual([]);
+    // The check finds one when there is one.
+    expect(cycles(new Map([['a.ts', ['b.ts']], ['b.ts', ['c.ts']], ['c.ts', ['a.ts']]]))).toEqual([['a.ts', 'b.ts', 'c.ts', 'a.ts']]);
   });
 
   it('no file in src/ is over 400 lines', () => {
