@@ -10,6 +10,7 @@ export { ensurePrivateDir } from '../util/private-dir.js';
 /** Atomic write: temp file, fsync, rename; mode 0600. */
 export async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
   await refuseSymlink(file);
+  await refuseNonRegular(file);
   await writeFileAtomic(file, JSON.stringify(value, null, 2) + '\n', { mode: 0o600, fsync: true }).catch((err: unknown) => {
     throw stateWriteError(err, file);
   });
@@ -17,12 +18,18 @@ export async function writeJsonAtomic(file: string, value: unknown): Promise<voi
 
 /** Appends one line to a JSONL log (0600), never through a symlink. */
 export async function appendJsonLine(file: string, value: unknown): Promise<void> {
+  // O_NONBLOCK: a FIFO in place of the log fails at once (ENXIO) instead of waiting for a reader.
   const handle = await fs
-    .open(file, fsConstants.O_WRONLY | fsConstants.O_APPEND | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW, 0o600)
+    .open(file, fsConstants.O_WRONLY | fsConstants.O_APPEND | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK, 0o600)
     .catch((err: NodeJS.ErrnoException) => {
-      throw err.code === 'ELOOP' ? symlinkError(file) : stateWriteError(err, file);
+      if (err.code === 'ELOOP') throw symlinkError(file);
+      if (err.code === 'ENXIO') throw notRegularError(file, 'a FIFO');
+      if (err.code === 'EISDIR') throw notRegularError(file, 'a directory');
+      throw stateWriteError(err, file);
     });
   try {
+    const st = await handle.stat();
+    if (!st.isFile()) throw notRegularError(file, st.isFIFO() ? 'a FIFO' : 'not a regular file');
     await handle.write(JSON.stringify(value) + '\n').catch((err: unknown) => {
       throw stateWriteError(err, file);
     });
@@ -63,19 +70,63 @@ export async function refuseSymlink(file: string): Promise<void> {
   }
 }
 
+/**
+ * Opens a state file for reading without ever blocking or following a link: a FIFO planted in
+ * place of a record would otherwise hang cal in open() until some writer appears, and a
+ * directory would fail later with EISDIR. Anything but a regular file is refused.
+ */
+async function openRegularForRead(file: string): Promise<fs.FileHandle> {
+  const handle = await fs.open(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+  try {
+    const st = await handle.stat();
+    if (!st.isFile()) throw new NotRegularFileError(st.isDirectory() ? 'a directory' : st.isFIFO() ? 'a FIFO' : 'not a regular file');
+    return handle;
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
+}
+
+class NotRegularFileError extends Error {}
+
+function notRegularError(file: string, what: string): CalError {
+  return new CalError('invalid_handle', `${path.basename(file)} in the state directory is ${what}, not a regular file: refusing to use it`);
+}
+
+/** A FIFO, socket or directory where a record belongs is refused, not replaced behind its back. */
+export async function refuseNonRegular(file: string): Promise<void> {
+  try {
+    const st = await fs.lstat(file);
+    if (!st.isFile()) throw notRegularError(file, st.isDirectory() ? 'a directory' : st.isFIFO() ? 'a FIFO' : 'not a regular file');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+}
+
+/** A folder of the state directory that is something else (a FIFO, a file) is refused. */
+export async function refuseNonDirectory(dir: string): Promise<void> {
+  try {
+    const st = await fs.lstat(dir);
+    if (!st.isDirectory()) throw notRegularError(dir, st.isFIFO() ? 'a FIFO' : 'not a folder');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+}
+
 export type ReadResult<T> = { ok: true; value: T } | { ok: false; reason: 'missing' } | { ok: false; reason: 'corrupt'; detail: string };
 
 /** Reads a JSON file through its schema. Never follows a symlink; never modifies the file. */
 export async function readJsonFile<S extends z.ZodType>(file: string, schema: S): Promise<ReadResult<z.infer<S>>> {
   let text: string;
   try {
-    const handle = await fs.open(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
+    const handle = await openRegularForRead(file);
     try {
       text = await handle.readFile('utf8');
     } finally {
       await handle.close();
     }
   } catch (err) {
+    if (err instanceof NotRegularFileError) return { ok: false, reason: 'corrupt', detail: `it is ${err.message}` };
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return { ok: false, reason: 'missing' };
     if (code === 'ELOOP') return { ok: false, reason: 'corrupt', detail: 'it is a symlink' };
@@ -98,13 +149,14 @@ export async function readJsonFile<S extends z.ZodType>(file: string, schema: S)
 export async function readJsonLines(file: string): Promise<unknown[]> {
   let text: string;
   try {
-    const handle = await fs.open(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
+    const handle = await openRegularForRead(file);
     try {
       text = await handle.readFile('utf8');
     } finally {
       await handle.close();
     }
   } catch (err) {
+    if (err instanceof NotRegularFileError) throw notRegularError(file, err.message);
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     if ((err as NodeJS.ErrnoException).code === 'ELOOP') throw symlinkError(file);
     throw err;

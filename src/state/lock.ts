@@ -27,7 +27,15 @@ export function processStartTime(pid: number): string | null {
   }
 }
 
+/** Whether the kernel tells process start times (Linux /proc): then every record cal writes has one. */
+const startTimesKnown = processStartTime(process.pid) !== null;
+
 export function isProcessAlive(pid: number, startTime: string | null): boolean {
+  // kill(0) and kill(-1) address process groups, and a fraction is no pid: none names a holder.
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  // A record without a start time where cal always writes one was not written by a cal here
+  // (pid 1 with no start time would otherwise hold a lock forever).
+  if (startTime === null && startTimesKnown) return false;
   try {
     process.kill(pid, 0);
   } catch (err) {
@@ -117,12 +125,10 @@ export class LockDirectory {
     const entries = (await fs.readdir(queue)).sort();
     for (const entry of entries) {
       const [, pid] = entry.split('-');
-      let startTime: string | null = null;
-      try {
-        startTime = (JSON.parse(await fs.readFile(path.join(queue, entry), 'utf8')) as LockOwner).startTime;
-      } catch {
-        // A ticket being written or removed right now: judge by pid alone.
-      }
+      // Read without blocking (a FIFO planted as a ticket must not hang the queue). A ticket being
+      // written right now is judged by the pid and start time of its writer's name.
+      const read = await readJsonFile(path.join(queue, entry), LockOwner).catch(() => null);
+      const startTime = read?.ok ? read.value.startTime : read?.ok === false && read.reason === 'corrupt' && /^\d+-\d+-[0-9a-f]+$/.test(entry) ? processStartTime(Number(pid)) : null;
       if (isProcessAlive(Number(pid), startTime)) return entry;
       await fs.rm(path.join(queue, entry), { force: true });
     }

@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { CalError } from '../errors.js';
 import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleId, HandleName, VersionProbe } from '../handles/schema.js';
-import { appendJsonLine, ensurePrivateDir, readJsonFile, readJsonLines, refuseSymlink, stateWriteError, writeJsonAtomic } from './fs.js';
+import { appendJsonLine, ensurePrivateDir, readJsonFile, readJsonLines, refuseNonDirectory, refuseNonRegular, refuseSymlink, stateWriteError, writeJsonAtomic } from './fs.js';
 import { LockDirectory } from './lock.js';
 import { resolveStateDir, stateLayout, type StateLayout } from './paths.js';
 import { TurnRecord } from './turns.js';
@@ -83,10 +83,15 @@ export class StateStore {
     throw new CalError('not_found', `no handle ${ref} in ${this.layout.root}; list them with: cal inspect`, { handle: ref });
   }
 
-  /** A handle whose event log or turn folder is a symlink is refused before anything is sent. */
+  /**
+   * A handle whose event log or turn folder is a symlink, a FIFO or anything but what it should
+   * be is refused before anything is sent.
+   */
   private async refusePlantedLinks(handle: AgentSessionHandle): Promise<AgentSessionHandle> {
     await refuseSymlink(this.eventsFile(handle.id));
     await refuseSymlink(this.turnsDir(handle.id));
+    await refuseNonRegular(this.eventsFile(handle.id));
+    await refuseNonDirectory(this.turnsDir(handle.id));
     return handle;
   }
 

@@ -201,11 +201,14 @@ describe('the continuation contract', () => {
     const message = 'Once more, what was the codeword? [[cal:delay=3000]]';
     const first = await cal(['continue', h, '--timeout', '2', '--json', message]);
     expect(first.code).toBe(14);
-    const second = await cal(['continue', h, '--json', message]);
+    // The CLI still works on the timed-out turn, so the handle is held until that turn ends
+    // (issue 20): --wait queues behind it, and the timed-out turn is settled with its own answer.
+    const second = await cal(['continue', h, '--wait=60', '--json', message]);
     expect(second.code, second.stdout).toBe(0);
     expect(second.json.turn.answer).toBe('The codeword was LISBON.');
     const turns = (await inspect(h)).turns.filter((t: any) => t.message === message);
     expect(turns).toHaveLength(2);
+    expect(turns[0]).toMatchObject({ status: 'completed', answer: 'The codeword was LISBON.' });
     expect(turns[1].turnKey).not.toBe(turns[0].turnKey);
   });
 
@@ -222,7 +225,8 @@ describe('the continuation contract', () => {
     server.clearLog();
     // Arrival order is the order in which callers joined the line: each waiter is launched once
     // the one before it is seen waiting, while a slow turn holds the handle.
-    const slowHolder = cal(['continue', h, 'Slow holder [[cal:delay=2000]]']);
+    // Long enough for ten cal processes to start one after another on a loaded machine.
+    const slowHolder = cal(['continue', h, 'Slow holder [[cal:delay=8000]]']);
     await waitForTurnStatus(h, 'running');
     const waiters: Promise<CalRun>[] = [];
     for (let i = 0; i < 10; i++) {
@@ -242,9 +246,16 @@ describe('the continuation contract', () => {
     await waitForTurnStatus(h, 'running');
     child.kill('SIGKILL');
     await new Promise((r) => child.on('exit', r));
-    const next = await cal(['continue', h, '--json', 'What was the codeword?']);
+    // The dead holder's lock is taken at once; the CLI still works on its turn, so the caller
+    // is busy until that turn ends (issue 20), and --wait follows it to its end first.
+    const busy = await cal(['continue', h, '--json', 'What was the codeword?']);
+    expect(busy.json.error.kind).toBe('busy');
+    expect(busy.json.error.message).toMatch(/still working on turn/);
+    const next = await cal(['continue', h, '--wait=60', '--json', 'What was the codeword?']);
     expect(next.code, JSON.stringify(next.json)).toBe(0);
     expect(next.json.turn.answer).toBe('The codeword was BERN.');
+    const killed = (await inspect(h)).turns.find((t: any) => t.message.startsWith('Slow one'));
+    expect(killed.status).toBe('completed');
   });
 
   async function waitForEventCount(h: string, event: string, count: number): Promise<void> {

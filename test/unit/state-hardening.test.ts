@@ -1,0 +1,93 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CalError } from '../../src/errors.js';
+import { isProcessAlive, processStartTime } from '../../src/state/lock.js';
+import { StateStore } from '../../src/state/store.js';
+import { scratchDir } from '../support/cal.js';
+import { removeScratch } from '../support/scratch.js';
+
+/**
+ * Issue 13, items 8 and 10: what is planted in the state directory (a FIFO, a folder, a lock of
+ * an impossible owner) is refused or reclaimed at once; nothing hangs and nothing is sent.
+ */
+async function kindOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+    return 'resolved';
+  } catch (err) {
+    return err instanceof CalError ? err.kind : `untyped: ${(err as Error).message}`;
+  }
+}
+
+/** Resolves or rejects within `ms`, else fails: a FIFO would otherwise hang the call forever. */
+function within<T>(p: Promise<T>, ms = 3000): Promise<T> {
+  return Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`hung for ${ms} ms`)), ms))]);
+}
+
+const mkfifo = (file: string) => execFileSync('mkfifo', ['-m', '600', file]);
+
+describe('state hardening', () => {
+  let root: string;
+  let store: StateStore;
+
+  beforeEach(async () => {
+    root = await scratchDir('state-hardening');
+    store = await StateStore.open(path.join(root, 'state'));
+  });
+  afterEach(async () => removeScratch(root));
+
+  it.each([
+    ['a FIFO', (f: string) => mkfifo(f)],
+    ['a directory', (f: string) => fs.mkdir(f)],
+  ])('a handle file that is %s: invalid_handle by id, and lookups by name and listings go on', async (_what, plant) => {
+    await plant(path.join(store.layout.handles, 'abcdef123.json'));
+    expect(await within(kindOf(store.loadHandle('abcdef123')))).toBe('invalid_handle');
+    expect(await within(kindOf(store.loadHandle('some-name')))).toBe('not_found');
+    expect(await within(store.listHandles())).toEqual([]);
+    expect(await within(store.isNameTaken('x'))).toBe(false);
+  });
+
+  it.each([
+    ['a FIFO', (f: string) => mkfifo(f)],
+    ['a directory', (f: string) => fs.mkdir(f)],
+  ])('an event log or turn record that is %s is refused without hanging', async (_what, plant) => {
+    const events = path.join(store.layout.handles, 'abcdef123.events.jsonl');
+    await plant(events);
+    expect(await within(kindOf(store.readEvents('abcdef123')))).toBe('invalid_handle');
+    expect(await within(kindOf(store.appendEvent({ time: new Date().toISOString(), handle: 'abcdef123', event: 'x' })))).toBe('invalid_handle');
+    const turns = store.turnsDir('abcdef123');
+    await fs.mkdir(turns, { mode: 0o700 });
+    await plant(path.join(turns, 't0001-aaaaaa.json'));
+    // An unreadable turn record is passed over by listings, never hung on.
+    expect(await within(store.listTurns('abcdef123'))).toEqual([]);
+  });
+
+  it.each([
+    ['pid 0', { pid: 0, startTime: '1' }],
+    ['pid -1', { pid: -1, startTime: '1' }],
+    ['pid 1.5', { pid: 1.5, startTime: '1' }],
+    ['pid 1 with no start time', { pid: 1, startTime: null }],
+    ['this process with a start time that is not its own', { pid: process.pid, startTime: 'not-the-start-time' }],
+  ])('a lock held by %s is reclaimed at once', async (_what, owner) => {
+    const lockFile = path.join(store.layout.locks, 'handle-abcdef123.lock');
+    await fs.writeFile(lockFile, JSON.stringify({ ...owner, token: 'planted', acquiredAt: new Date().toISOString() }), { mode: 0o600 });
+    const lock = await within(store.locks.acquire('handle-abcdef123'));
+    await lock.release();
+  });
+
+  it('malformed and FIFO queue tickets do not hold the line', async () => {
+    const queue = path.join(store.layout.locks, 'handle-abcdef123.queue');
+    await fs.mkdir(queue, { mode: 0o700 });
+    await fs.writeFile(path.join(queue, '000-garbage'), 'not json');
+    await fs.writeFile(path.join(queue, '0000000000000000000000001-0-deadbeef'), JSON.stringify({ pid: 0, startTime: null, token: 't', acquiredAt: '' }));
+    mkfifo(path.join(queue, '0000000000000000000000002-abc-fifo'));
+    const lock = await within(store.locks.acquire('handle-abcdef123', { waitSeconds: 2 }));
+    await lock.release();
+  });
+
+  it('a live process is still alive to the lock (the checks do not reclaim a real holder)', () => {
+    expect(isProcessAlive(process.pid, processStartTime(process.pid))).toBe(true);
+  });
+});
