@@ -23,6 +23,11 @@ export interface PreparedMessage {
 export function prepareMessage(adapter: CliAdapter, transport: Transport, message: string): PreparedMessage {
   if (transport !== 'tmux') return { text: message, typed: message };
   const text = paneMessage(message);
+  // A TUI drops invisible characters and blanks from its input box: such a message would never
+  // be submitted, and cal would wait for a turn that cannot start.
+  if (!text.replace(/[\s\p{Default_Ignorable_Code_Point}\p{Cf}]/gu, '')) {
+    throw new CalError('usage', 'the message has no visible text (only blanks and invisible characters)');
+  }
   const refusal = adapter.refuseMessage?.(text);
   if (refusal) throw new CalError('usage', refusal);
   return { text, typed: adapter.pasteText(text) };

@@ -114,7 +114,9 @@ export const claudeCodeAdapter: CliAdapter = {
     // The input box trims leading blanks and strips zero-width characters, then runs a leading
     // '/' as a slash command (measured on 2.1.328: ' /exit' and '\u2060/exit' both ended the
     // session). No guard keeps it text, so such a message is refused rather than sent.
-    return /^[\s\u200b-\u200f\u2060-\u2064\ufeff]*\//.test(message)
+    // Every blank and every invisible character (format and default-ignorable ones: soft
+    // hyphen, U+034F, U+180E, …) is passed over the way the CLI does before it decides.
+    return /^[\s\p{Default_Ignorable_Code_Point}\p{Cf}]*\//u.test(message)
       ? 'Claude Code runs a message that starts with "/" as a slash command; put text before the "/"'
       : null;
   },

@@ -108,7 +108,9 @@ export const piAdapter: CliAdapter = {
     // In argv a leading '-' is a flag and '@' a file to attach: a space keeps it text. Pasted, the
     // editor trims that space and would run a leading '!' as a shell command and a leading '/' as
     // a slash command; a zero-width space (not trimmed, invisible to people) keeps those text.
-    if (/^[!/]/.test(message)) return `\u200b${message}`;
+    // The editor trims every leading blank first (tab, LF, CR, U+00A0, U+3000, U+FEFF…), so the
+    // guard looks past them too: ' !cmd' would otherwise run as a shell command.
+    if (/^\s*[!/]/u.test(message)) return `\u200b${message}`;
     return /^[-@]/.test(message) ? ` ${message}` : message;
   },
 
