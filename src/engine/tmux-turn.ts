@@ -2,6 +2,7 @@ import type { TurnObserver } from '../adapters/types.js';
 import { CalError } from '../errors.js';
 import type { PinnedCli, ProviderHandle, TmuxLocation } from '../handles/schema.js';
 import { waitForChange } from '../transcripts/jsonl-tail.js';
+import { checkArgvSize, paneCommand } from './launch-script.js';
 import type { PreparedMessage } from './message.js';
 import { samePane } from './tmux-control.js';
 import { feedSignals, feedTranscript } from './transcript-feed.js';
@@ -34,12 +35,14 @@ export async function launchAndFollow(req: TurnRequest, msg: PreparedMessage, mo
     message: msg.typed,
     ...(req.sessionDir ? { sessionDir: req.sessionDir } : {}),
   });
+  checkArgvSize(plan.argv, 'the message');
+  const command = req.sessionDir ? await paneCommand(req.sessionDir, plan.argv) : plan.argv;
   await hooks.onSending();
   const sentAt = new Date(Date.now() - 1000);
   // A session of this name is this handle's own pane, launched by a cal that died before it
   // recorded the pane: it must not run beside the new one (two CLIs on one session).
   await tmux.killSession(req.paneName);
-  const pane = await tmux.newPane({ session: req.paneName, cwd: plan.cwd, argv: plan.argv, env: plan.env });
+  const pane = await tmux.newPane({ session: req.paneName, cwd: plan.cwd, argv: command, env: plan.env });
   const location: TmuxLocation = { socket: tmux.socket, session: pane.session, paneId: pane.paneId, panePid: pane.pid };
   handle = {
     ...handle,

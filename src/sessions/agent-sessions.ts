@@ -47,10 +47,11 @@ export class AgentSessions {
     if (api && req.mcpConfig) throw new CalError('usage', `${req.provider} is an API provider: --mcp-config applies to coding-agent CLIs`);
     api?.checkEnv(req.env);
     if (adapter) prepareMessage(adapter, transport, req.message);
-    if (req.name !== undefined) {
-      if (!HandleName.safeParse(req.name).success) throw new CalError('usage', `invalid --name ${JSON.stringify(req.name)}: letters, digits, '.', '_', '-'`);
-      if (await this.store.isNameTaken(req.name)) throw new CalError('usage', `a handle named ${req.name} already exists; pick another --name`);
+    if (req.name !== undefined && !HandleName.safeParse(req.name).success) {
+      throw new CalError('usage', `invalid --name ${JSON.stringify(req.name)}: letters, digits, '.', '_', '-'`);
     }
+    // Checked early for a quick answer, and again under the names lock when the handle is saved.
+    if (req.name !== undefined && (await this.store.isNameTaken(req.name))) throw nameTaken(req.name);
     const workingDir = dirIdentity(req.cwd ?? process.cwd());
     const mcpConfigPath = req.mcpConfig ? path.resolve(req.mcpConfig) : null;
     const cli = adapter ? await adapter.resolveCli(req.cliPath, req.env) : null;
@@ -92,7 +93,7 @@ export class AgentSessions {
       createdAt: now,
       updatedAt: now,
     });
-    await this.store.saveHandle(handle);
+    await this.saveNewHandle(handle);
     await req.onHandle?.(handle);
     return this.runTurn(handle, req.message, { ...req, waitSeconds: undefined }, req.correlationId ?? null);
   }
@@ -215,6 +216,21 @@ export class AgentSessions {
     return recover(this.ctx, req);
   }
 
+  /**
+   * Saves a new handle; a name is checked and taken under one lock, so two starts racing for one
+   * name cannot both get it.
+   */
+  private async saveNewHandle(handle: AgentSessionHandle): Promise<void> {
+    if (handle.name === null) return this.store.saveHandle(handle);
+    const lock = await this.store.locks.acquire('handle-names', { waitSeconds: 30 });
+    try {
+      if (await this.store.isNameTaken(handle.name)) throw nameTaken(handle.name);
+      await this.store.saveHandle(handle);
+    } finally {
+      await lock.release();
+    }
+  }
+
   /** One turn under the handle's lock: earlier turns the CLI still has are settled first. */
   private async runTurn(initial: AgentSessionHandle, message: string, req: ExecOptions, correlationId: string | null): Promise<TurnResult> {
     const journal = await newTurn(this.store, initial.id, message, correlationId);
@@ -246,4 +262,8 @@ export class AgentSessions {
       await lock.release();
     }
   }
+}
+
+function nameTaken(name: string): CalError {
+  return new CalError('usage', `a handle named ${name} already exists; pick another --name`);
 }

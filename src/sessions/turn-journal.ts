@@ -10,13 +10,26 @@ export interface TurnJournal {
 
 /** Writes the turn record before anything is sent (design §5). */
 export async function newTurn(store: StateStore, handleId: string, message: string, correlationId: string | null = null): Promise<TurnJournal> {
+  // The sequence number is taken under a short lock of its own: two callers racing for the
+  // handle (one of them to be told busy) must not both become turn N.
+  const seqLock = await store.locks.acquire(`turn-seq-${handleId}`, { waitSeconds: 30 });
+  try {
+    return await writeNewTurn(store, handleId, message, correlationId);
+  } finally {
+    await seqLock.release();
+  }
+}
+
+async function writeNewTurn(store: StateStore, handleId: string, message: string, correlationId: string | null): Promise<TurnJournal> {
   const turns = await store.listTurns(handleId);
   const now = new Date().toISOString();
+  // Past every record on disk, readable or not (a torn record still holds its number).
+  const seq = Math.max(turns.length, ...turns.map((t) => t.seq), await store.turnFileCount(handleId)) + 1;
   const turn: TurnRecord = {
     schemaVersion: 1,
-    id: `t${String(turns.length + 1).padStart(4, '0')}-${newId(6)}`,
+    id: `t${String(seq).padStart(4, '0')}-${newId(6)}`,
     handleId,
-    seq: turns.length + 1,
+    seq,
     message,
     status: 'queued',
     turnKey: null,

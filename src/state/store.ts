@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { lstatSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { z } from 'zod';
 import { CalError } from '../errors.js';
 import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleId, HandleName, VersionProbe } from '../handles/schema.js';
 import { appendJsonLine, ensurePrivateDir, readJsonFile, readJsonLines, refuseNonDirectory, refuseNonRegular, refuseSymlink, stateWriteError, writeJsonAtomic } from './fs.js';
@@ -33,6 +35,19 @@ export function parseHandleRef(ref: string): string {
   if (HandleId.safeParse(ref).success || HandleName.safeParse(ref).success) return ref;
   const shown = JSON.stringify(ref.length > 40 ? `${ref.slice(0, 40)}…` : ref);
   throw new CalError('usage', `${shown} is not a handle id or name (letters, digits, '.', '_', '-'; no paths)`);
+}
+
+/** Only the name of a handle file that does not parse as a whole. */
+const NameProbe = z.object({ name: z.string().nullable().optional() }).passthrough();
+
+/** Whether a path exists (any kind of file), without following or opening it. */
+function existsSyncSafe(file: string): boolean {
+  try {
+    lstatSync(file);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export class StateStore {
@@ -123,8 +138,30 @@ export class StateStore {
     return out.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
   }
 
+  /**
+   * Whether a name is in use: by a readable handle, by a handle file that no longer parses but
+   * still names it (a corrupt handle keeps its name), or as another handle's id (a name equal to
+   * an id would make `continue <name>` reach that other handle).
+   */
   async isNameTaken(name: string): Promise<boolean> {
-    return (await this.listHandles()).some((h) => h.name === name);
+    if ((await this.listHandles()).some((h) => h.name === name || h.id === name)) return true;
+    for (const { name: unreadableName } of await this.unreadableHandles()) if (unreadableName === name) return true;
+    return HandleId.safeParse(name).success && existsSyncSafe(this.handleFile(name));
+  }
+
+  /** Handle files that cannot be read as a handle, with the name they still carry (if any). */
+  async unreadableHandles(): Promise<Array<{ file: string; reason: string; name: string | null }>> {
+    const out: Array<{ file: string; reason: string; name: string | null }> = [];
+    for (const entry of await fs.readdir(this.layout.handles)) {
+      const m = /^([a-z0-9]{6,32})\.json$/.exec(entry);
+      if (!m?.[1]) continue;
+      const file = this.handleFile(m[1]);
+      const read = await readJsonFile(file, AgentSessionHandle);
+      if (read.ok || read.reason === 'missing') continue;
+      const named = await readJsonFile(file, NameProbe);
+      out.push({ file, reason: read.detail, name: named.ok ? (named.value.name ?? null) : null });
+    }
+    return out;
   }
 
   async appendEvent(event: EventRecord): Promise<void> {
@@ -144,6 +181,24 @@ export class StateStore {
     await ensurePrivateDir(dir);
     const checked = TurnRecord.parse({ ...turn, updatedAt: new Date().toISOString() });
     await writeJsonAtomic(path.join(dir, `${turn.id}.json`), checked);
+  }
+
+  /** How many turn record files a handle has, readable or not. */
+  async turnFileCount(handleId: string): Promise<number> {
+    const entries = await fs.readdir(this.turnsDir(handleId)).catch(() => [] as string[]);
+    return entries.filter((e) => /^t\d+-[a-z0-9]+\.json$/.test(e)).length;
+  }
+
+  /** Turn record files that cannot be read (torn, corrupt, not a file), for inspect and recover to report. */
+  async unreadableTurns(handleId: string): Promise<Array<{ file: string; reason: string }>> {
+    const dir = this.turnsDir(handleId);
+    const out: Array<{ file: string; reason: string }> = [];
+    for (const entry of await fs.readdir(dir).catch(() => [] as string[])) {
+      if (!/^t\d+-[a-z0-9]+\.json$/.test(entry)) continue;
+      const read = await readJsonFile(path.join(dir, entry), TurnRecord);
+      if (!read.ok && read.reason === 'corrupt') out.push({ file: path.join(dir, entry), reason: read.detail });
+    }
+    return out;
   }
 
   async listTurns(handleId: string): Promise<TurnRecord[]> {

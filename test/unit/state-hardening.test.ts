@@ -91,3 +91,54 @@ describe('state hardening', () => {
     expect(isProcessAlive(process.pid, processStartTime(process.pid))).toBe(true);
   });
 });
+
+describe('names and turn numbers under concurrency', () => {
+  let root: string;
+  let store: StateStore;
+
+  beforeEach(async () => {
+    root = await scratchDir('names');
+    store = await StateStore.open(path.join(root, 'state'));
+  });
+  afterEach(async () => removeScratch(root));
+
+  it('a name equal to another handle’s id, or carried by a corrupt handle file, is taken', async () => {
+    await fs.writeFile(path.join(store.layout.handles, 'abcdef123.json'), JSON.stringify({ schemaVersion: 1, name: 'nightly', broken: true }), { mode: 0o600 });
+    expect(await store.isNameTaken('nightly')).toBe(true);
+    expect(await store.isNameTaken('abcdef123')).toBe(true);
+    expect(await store.isNameTaken('free-name')).toBe(false);
+    expect((await store.unreadableHandles()).map((u) => u.name)).toEqual(['nightly']);
+  });
+
+  it('turns created at once get distinct sequence numbers', async () => {
+    const { newTurn } = await import('../../src/sessions/turn-journal.js');
+    const journals = await Promise.all(Array.from({ length: 8 }, (_, i) => newTurn(store, 'abcdef123', `m${i}`)));
+    const seqs = journals.map((j) => j.turn.seq).sort((a, b) => a - b);
+    expect(seqs).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    await fs.writeFile(path.join(store.turnsDir('abcdef123'), 't0009-torn00.json'), '{"torn":');
+    expect((await newTurn(store, 'abcdef123', 'after a torn record')).turn.seq).toBe(10);
+    expect(await store.unreadableTurns('abcdef123')).toHaveLength(1);
+  });
+});
+
+describe('one name, one handle', () => {
+  it('five concurrent starts with one --name create one handle; the others are usage errors', async () => {
+    const { startModelServer } = await import('../../src/model/server.js');
+    const { AgentSessions } = await import('../../src/sessions/agent-sessions.js');
+    const server = await startModelServer({});
+    const root = await scratchDir('names-race');
+    try {
+      const store = await StateStore.open(path.join(root, 'state'));
+      const env = { PATH: process.env.PATH ?? '', ANTHROPIC_BASE_URL: server.url, ANTHROPIC_API_KEY: 'test-key' };
+      const starts = await Promise.allSettled(
+        Array.from({ length: 5 }, () => new AgentSessions(store).start({ provider: 'anthropic', name: 'shared', message: 'Remember the codeword FIVE.', cwd: root, env })),
+      );
+      expect(starts.filter((s) => s.status === 'fulfilled')).toHaveLength(1);
+      for (const s of starts.filter((r): r is PromiseRejectedResult => r.status === 'rejected')) expect((s.reason as CalError).kind).toBe('usage');
+      expect((await store.listHandles()).filter((h) => h.name === 'shared')).toHaveLength(1);
+    } finally {
+      await server.close();
+      await removeScratch(root);
+    }
+  });
+});

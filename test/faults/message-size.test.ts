@@ -1,0 +1,57 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { handleFromStderr } from '../support/cal.js';
+import { claudeSuite, type ClaudeSuite } from '../support/claude-suite.js';
+
+/**
+ * Issue 13, item 6, with the real Claude Code: a message that starts or resumes a session goes
+ * to the CLI in its argv. Past tmux's 16 KB command limit it still arrives (the launch goes
+ * through a launch script); past the kernel's limit for one argument it is a typed usage error
+ * that says the limit, before anything is sent; a live pane takes any size by paste.
+ */
+const pad = (kb: number) => ' filler'.repeat(Math.ceil((kb * 1024) / 7));
+
+describe('message size on every path of the tmux transport', () => {
+  let s: ClaudeSuite;
+  let handle: string;
+
+  beforeAll(async () => {
+    s = await claudeSuite('message-size');
+  });
+  afterAll(async () => s.close({ removeScratch: true }));
+
+  it('a 40 KB first message starts the session (over tmux 16 KB command limit)', async () => {
+    const run = await s.cal(['start', '--provider', 'claude-code', '--cwd', s.work, '--timeout', '90', `Remember the codeword GRANITE.${pad(40)}`]);
+    expect(run.code, run.stderr).toBe(0);
+    handle = handleFromStderr(run.stderr) as string;
+  });
+
+  it('a 40 KB message resumes the session after its pane is gone', async () => {
+    expect((await s.cal(['kill-tmux', handle])).code).toBe(0);
+    const run = await s.cal(['continue', handle, '--timeout', '90', `What was the codeword?${pad(40)}`]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout.trim()).toBe('The codeword was GRANITE.');
+  });
+
+  it('a 300 KB message goes into the live pane by paste', async () => {
+    const run = await s.cal(['continue', handle, '--timeout', '90', `[[cal:reply=pasted whole]]${pad(300)}`]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout.trim()).toBe('pasted whole');
+  });
+
+  it('a 300 KB message that would need a relaunch is usage (2) naming the limit; the session goes on', async () => {
+    expect((await s.cal(['kill-tmux', handle])).code).toBe(0);
+    const run = await s.cal(['continue', handle, '--json', `What was the codeword?${pad(300)}`]);
+    expect(run.code, run.stdout).toBe(2);
+    expect(run.json.error.kind).toBe('usage');
+    expect(run.json.error.message).toMatch(/at most 127 KB/);
+    const next = await s.cal(['continue', handle, '--timeout', '90', 'What was the codeword?']);
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.stdout.trim()).toBe('The codeword was GRANITE.');
+  });
+
+  it('a 300 KB first message is usage (2) naming the limit, not an internal error', async () => {
+    const run = await s.cal(['start', '--provider', 'claude-code', '--cwd', s.work, '--json', `hello${pad(300)}`]);
+    expect(run.code, run.stdout).toBe(2);
+    expect(run.json.error.message).toMatch(/at most 127 KB/);
+  });
+});
