@@ -5,6 +5,7 @@ import { prepareMessage, type PreparedMessage } from './message.js';
 import { checkStability } from './stability.js';
 import { runStructuredTurn } from './structured-continuation.js';
 import { paneAlive } from './tmux-control.js';
+import { endPane } from './transport.js';
 import { awaitRecorded, launchAndFollow, pasteAndFollow } from './tmux-turn.js';
 import type { EngineResult, TurnIntent, TurnRequest } from './types.js';
 
@@ -129,7 +130,7 @@ async function archiveLostPane(req: TurnRequest): Promise<ProviderHandle> {
   await req.hooks.emit('lost_tmux', { pane: lost.paneId });
   // The session name is the handle's own (cal-<id>-<n>): killing it never reaches another
   // handle's pane, even when the pane id now names one.
-  await req.tmux(lost.socket).killSession(lost.session);
+  await endPane(lost, req.tmux);
   const handle: ProviderHandle = { ...req.handle, tmux: null, status: 'lost' };
   await req.hooks.onHandleChanged(handle, { archived: { paneId: lost.paneId, reason: 'pane gone' } });
   return handle;

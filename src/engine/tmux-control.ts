@@ -16,6 +16,9 @@ export interface TmuxControl {
   killServer(): Promise<void>;
 }
 
+/** The environment variable that tags every process of a pane (see util/tagged-processes.ts). */
+export const PANE_TAG_ENV = 'CAL_PANE_TAG';
+
 /** Opens tmux on a socket: how the engine reaches a handle's server (which may be another one). */
 export type TmuxFactory = (socket: string) => TmuxControl;
 

@@ -1,10 +1,11 @@
+import { randomBytes } from 'node:crypto';
 import type { TurnObserver } from '../adapters/types.js';
 import { CalError } from '../errors.js';
 import type { PinnedCli, ProviderHandle, TmuxLocation } from '../handles/schema.js';
 import { waitForChange } from '../transcripts/jsonl-tail.js';
 import { checkArgvSize, paneCommand } from './launch-script.js';
 import type { PreparedMessage } from './message.js';
-import { samePane } from './tmux-control.js';
+import { PANE_TAG_ENV, samePane } from './tmux-control.js';
 import { feedSignals, feedTranscript } from './transcript-feed.js';
 import type { EngineResult, TurnRequest } from './types.js';
 
@@ -42,8 +43,10 @@ export async function launchAndFollow(req: TurnRequest, msg: PreparedMessage, mo
   // A session of this name is this handle's own pane, launched by a cal that died before it
   // recorded the pane: it must not run beside the new one (two CLIs on one session).
   await tmux.killSession(req.paneName);
-  const pane = await tmux.newPane({ session: req.paneName, cwd: plan.cwd, argv: command, env: plan.env });
-  const location: TmuxLocation = { socket: tmux.socket, session: pane.session, paneId: pane.paneId, panePid: pane.pid };
+  const tag = `${req.paneName.replace(/[^a-z0-9-]/g, '')}-${randomBytes(4).toString('hex')}`.slice(-64);
+  const pane = await tmux.newPane({ session: req.paneName, cwd: plan.cwd, argv: command, env: { ...plan.env, [PANE_TAG_ENV]: tag } });
+  await hooks.onPaneLaunched?.();
+  const location: TmuxLocation = { socket: tmux.socket, session: pane.session, paneId: pane.paneId, panePid: pane.pid, tag };
   handle = {
     ...handle,
     tmux: location,

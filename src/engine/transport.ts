@@ -1,6 +1,7 @@
-import type { ProviderHandle } from '../handles/schema.js';
+import type { ProviderHandle, TmuxLocation } from '../handles/schema.js';
+import { endTagged } from '../util/tagged-processes.js';
 import { TmuxServer } from '../tmux/tmux.js';
-import { paneAlive, samePane, type TmuxFactory } from './tmux-control.js';
+import { PANE_TAG_ENV, paneAlive, samePane, type TmuxFactory } from './tmux-control.js';
 import { tmuxSocketFor } from './tmux-socket.js';
 
 /**
@@ -9,11 +10,26 @@ import { tmuxSocketFor } from './tmux-socket.js';
  */
 export const realTmux: TmuxFactory = (socket) => new TmuxServer(socket);
 
+/**
+ * Ends a pane and every process it started, wherever they went (a detached shell tool, an MCP
+ * server that ignores SIGHUP): no process of an ended pane may go on holding the session.
+ */
+export async function endPane(location: TmuxLocation, tmux: TmuxFactory = realTmux): Promise<boolean> {
+  const killed = await tmux(location.socket).killSession(location.session);
+  if (location.tag) await endTagged(`${PANE_TAG_ENV}=${location.tag}`);
+  return killed;
+}
+
 /** Ends a session's live transport (its tmux pane). Returns what was killed, or null. */
 export async function killTransport(handle: ProviderHandle, tmux: TmuxFactory = realTmux): Promise<{ paneId: string } | null> {
   if (!handle.tmux) return null;
-  const killed = await tmux(handle.tmux.socket).killSession(handle.tmux.session);
+  const killed = await endPane(handle.tmux, tmux);
   return killed ? { paneId: handle.tmux.paneId } : null;
+}
+
+/** Ends a tmux session by name on cal's socket for this state directory (an orphan pane). */
+export async function killPaneNamed(transportDir: string, session: string, tmux: TmuxFactory = realTmux): Promise<boolean> {
+  return tmux(await tmuxSocketFor(transportDir)).killSession(session);
 }
 
 /** Whether the session's current pane is alive and its own (for inspect; never a completion signal). */

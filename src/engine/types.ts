@@ -29,6 +29,8 @@ export interface EngineHooks {
   onSending(): Promise<void>;
   /** Called once the message has left cal (pasted, or handed to a launch). */
   onSent?(): Promise<void>;
+  /** Called right after a pane was created, before it is recorded on the handle. */
+  onPaneLaunched?(): Promise<void>;
   /** Called once the CLI recorded our message (turn status `running`, with the CLI's key). */
   onRecorded(turnKey: string | null): Promise<void>;
   /** Called whenever the provider handle changed and must be saved (pane, id, offset). */

@@ -28,6 +28,8 @@ export const TmuxLocation = z.object({
   paneId: z.string(),
   /** The pane's process when it was launched: with the session name, tells a reused pane id apart. */
   panePid: z.number().int().positive().optional(),
+  /** The environment tag every process of the pane inherits, so none outlives the pane. */
+  tag: z.string().regex(/^[a-z0-9-]{8,64}$/).optional(),
 });
 export type TmuxLocation = z.infer<typeof TmuxLocation>;
 

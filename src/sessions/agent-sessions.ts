@@ -6,7 +6,7 @@ import { prepareMessage } from '../engine/message.js';
 import { dirIdentity, hashFile, sha256 } from '../engine/stability.js';
 import { checkStability } from '../engine/stability.js';
 import type { TmuxFactory } from '../engine/tmux-control.js';
-import { attachArgv, killTransport, pressKeys, realTmux, shutdownTransports, transportAlive, transportScreen } from '../engine/transport.js';
+import { attachArgv, killPaneNamed, killTransport, pressKeys, realTmux, shutdownTransports, transportAlive, transportScreen } from '../engine/transport.js';
 import { CalError, toCalError } from '../errors.js';
 import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleName, type ProviderHandle, type ProviderName } from '../handles/schema.js';
 import type { HeldLock } from '../state/lock.js';
@@ -14,7 +14,7 @@ import { newId, type StateStore } from '../state/store.js';
 import type { TurnRecord } from '../state/turns.js';
 import { historyFile } from './api-history.js';
 import { handleLockName, sessionContext, type SessionContext } from './context.js';
-import { executeTurn } from './execute-turn.js';
+import { executeTurn, nextPaneName } from './execute-turn.js';
 import { recover, settleEarlierTurns } from './recovery.js';
 import { newTurn } from './turn-journal.js';
 import type { ContinueRequest, ExecOptions, HandleSummary, HandleView, RecoverItem, RecoverRequest, StartRequest, TurnResult } from './types.js';
@@ -138,6 +138,10 @@ export class AgentSessions {
     }
     const killed = await killTransport(handle.provider, this.ctx.tmux);
     if (killed) await this.ctx.event(handle.id, 'pane_killed', undefined, { pane: killed.paneId });
+    // A pane launched by a cal that died before recording it runs under the next pane's name.
+    if (await killPaneNamed(this.store.layout.tmux, nextPaneName(handle), this.ctx.tmux)) {
+      await this.ctx.event(handle.id, 'pane_killed', undefined, { orphan: true });
+    }
     return handle;
   }
 

@@ -4,7 +4,7 @@ import { runProviderTurn } from '../engine/decision.js';
 import { tmuxSocketFor } from '../engine/tmux-socket.js';
 import type { EngineHooks, ProviderEvent, TurnIntent, TurnOutcome } from '../engine/types.js';
 import { CalError, toCalError } from '../errors.js';
-import type { PaneRecord } from '../handles/schema.js';
+import type { AgentSessionHandle, PaneRecord } from '../handles/schema.js';
 import { processStartTime } from '../state/lock.js';
 import { terminalStatuses, type TurnStatus } from '../state/turns.js';
 import { apiTurn } from './api-turn.js';
@@ -41,6 +41,7 @@ export async function executeTurn(ctx: SessionContext, handleId: string, journal
       await faultPoint('before-send', req.env);
     },
     onSent: () => journal.set(journal.turn.status, { sentAt: new Date().toISOString() }),
+    onPaneLaunched: () => faultPoint('after-launch', req.env),
     onRecorded: (turnKey) => journal.set('running', { turnKey }),
     onHandleChanged: async (provider, change) => {
       let panes = handle.panes;
@@ -69,7 +70,7 @@ export async function executeTurn(ctx: SessionContext, handleId: string, journal
         hooks,
         tmux: ctx.tmux,
         tmuxSocket: await tmuxSocketFor(ctx.store.layout.tmux),
-        paneName: `cal-${handle.id}-${handle.panes.length + 1}`,
+        paneName: nextPaneName(handle),
         sessionDir: path.join(ctx.store.layout.homes, handle.id),
         ...(req.signal ? { signal: req.signal } : {}),
       });
@@ -96,4 +97,12 @@ export async function executeTurn(ctx: SessionContext, handleId: string, journal
 
 function archivePane(panes: PaneRecord[], paneId: string, reason: string): PaneRecord[] {
   return panes.map((p) => (p.tmux.paneId === paneId && p.endedAt === null ? { ...p, endedAt: new Date().toISOString(), endReason: reason } : p));
+}
+
+/**
+ * The tmux session name of a handle's next pane. A session of this name that exists while the
+ * handle records no such pane is an orphan: launched by a cal that died before recording it.
+ */
+export function nextPaneName(handle: AgentSessionHandle): string {
+  return `cal-${handle.id}-${handle.panes.length + 1}`;
 }

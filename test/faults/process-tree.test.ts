@@ -1,0 +1,66 @@
+import { execa } from 'execa';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tmuxSocketFor } from '../../src/engine/tmux-socket.js';
+import { handleFromStderr } from '../support/cal.js';
+import { claudeSuite, type ClaudeSuite } from '../support/claude-suite.js';
+
+/**
+ * Issue 13, item 11, with the real Claude Code: a process the session started (a detached shell
+ * tool in its own session) does not outlive the pane, whether the pane is killed or lost; and a
+ * cal with another TMPDIR finds the same tmux server.
+ */
+async function sleepers(seconds: string): Promise<number[]> {
+  const res = await execa('pgrep', ['-f', `sleep ${seconds}`], { reject: false });
+  return res.stdout.split('\n').filter(Boolean).map(Number);
+}
+
+describe('no process of an ended pane lives on', () => {
+  let s: ClaudeSuite;
+  let handle: string;
+
+  beforeAll(async () => {
+    s = await claudeSuite('process-tree');
+    const run = await s.cal(['start', '--provider', 'claude-code', '--cwd', s.work, '--timeout', '90', 'Remember the codeword CEDAR.']);
+    expect(run.code, run.stderr).toBe(0);
+    handle = handleFromStderr(run.stderr) as string;
+  });
+  afterAll(async () => {
+    for (const pid of [...(await sleepers('4321')), ...(await sleepers('4322'))]) process.kill(pid, 'SIGKILL');
+    await s.close({ removeScratch: true });
+  });
+
+  it('kill-tmux ends a detached child of the CLI’s shell tool', async () => {
+    const run = await s.cal(['continue', handle, '--timeout', '90', 'Start it [[cal:shell=setsid sleep 4321 >/dev/null 2>&1 < /dev/null & echo started]]']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(await sleepers('4321')).not.toEqual([]);
+    expect((await s.cal(['kill-tmux', handle])).code).toBe(0);
+    expect(await sleepers('4321')).toEqual([]);
+  });
+
+  it('after the CLI is SIGKILLed, the next continue ends what its pane left behind before it resumes', async () => {
+    const started = await s.cal(['continue', handle, '--timeout', '90', 'Again [[cal:shell=setsid sleep 4322 >/dev/null 2>&1 < /dev/null & echo started]]']);
+    expect(started.code, started.stderr).toBe(0);
+    expect(await sleepers('4322')).not.toEqual([]);
+    const view = (await s.cal(['inspect', handle, '--json'])).json;
+    const cli = await execa('pgrep', ['-f', `claude.*${view.provider.nativeSessionId}`], { reject: false });
+    for (const pid of cli.stdout.split('\n').filter(Boolean)) process.kill(Number(pid), 'SIGKILL');
+    const next = await s.cal(['continue', handle, '--timeout', '90', 'What was the codeword?']);
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.stdout.trim()).toBe('The codeword was CEDAR.');
+    expect(await sleepers('4322')).toEqual([]);
+  });
+
+  it('a cal with another TMPDIR reaches the same tmux server (no second CLI on the session)', async () => {
+    const deep = path.join(s.root, 'x'.repeat(60), 'y'.repeat(60));
+    const a = await tmuxSocketFor(deep);
+    const before = process.env.TMPDIR;
+    process.env.TMPDIR = path.join(s.root, 'other-tmp');
+    try {
+      expect(await tmuxSocketFor(deep)).toBe(a);
+    } finally {
+      if (before === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = before;
+    }
+  });
+});
