@@ -56,6 +56,7 @@ export async function runRecover(opts: RecoverOptions, global: GlobalOptions): P
 function exitFor(items: RecoverItem[]): number {
   for (const i of items) {
     if (i.action === 'skipped_busy' || i.action === 'skipped_settled') continue;
+    if (i.action === 'skipped_unreadable') return exitCodes.invalid_handle;
     switch (i.status) {
       case 'completed':
         continue;

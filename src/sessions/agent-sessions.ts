@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { apiAdapter, cliAdapter } from '../adapters/registry.js';
+import type { CliAdapter } from '../adapters/types.js';
 import { preflight } from '../engine/decision.js';
 import { prepareMessage } from '../engine/message.js';
 import { dirIdentity, hashFile, sha256 } from '../engine/stability.js';
@@ -31,13 +32,14 @@ export { handleLockName } from './context.js';
 export class AgentSessions {
   private readonly ctx: SessionContext;
 
-  constructor(private readonly store: StateStore, deps: { tmux?: TmuxFactory } = {}) {
-    this.ctx = sessionContext(store, deps.tmux ?? realTmux);
+  /** deps: how tmux and the CLI adapters are reached (the real ones unless a test gives fakes). */
+  constructor(private readonly store: StateStore, deps: { tmux?: TmuxFactory; adapter?: (name: ProviderName) => CliAdapter } = {}) {
+    this.ctx = sessionContext(store, deps.tmux ?? realTmux, deps.adapter ?? cliAdapter);
   }
 
   async start(req: StartRequest): Promise<TurnResult> {
     const api = apiAdapter(req.provider);
-    const adapter = api ? null : cliAdapter(req.provider);
+    const adapter = api ? null : this.ctx.adapter(req.provider);
     const transport = req.transport ?? (api ? 'api' : 'tmux');
     if (api && transport !== 'api') throw new CalError('usage', `${req.provider} is an API provider: it only has --transport api`);
     if (!api && transport === 'api') throw new CalError('usage', `${req.provider} is a coding-agent CLI; --transport api is for the API providers (anthropic, openai)`);
@@ -105,7 +107,7 @@ export class AgentSessions {
         await checkStability(handle.config, req, { workingDir: false });
       } else {
         await preflight({
-          adapter: cliAdapter(handle.provider.provider),
+          adapter: this.ctx.adapter(handle.provider.provider),
           handle: handle.provider,
           message: req.message,
           stability: { recorded: handle.config, requested: req },

@@ -1,6 +1,6 @@
-import type { SessionConfig } from '../adapters/types.js';
+import type { CliAdapter, SessionConfig } from '../adapters/types.js';
 import type { TmuxFactory } from '../engine/tmux-control.js';
-import type { AgentSessionHandle } from '../handles/schema.js';
+import type { AgentSessionHandle, ProviderName } from '../handles/schema.js';
 import type { EventRecord, StateStore } from '../state/store.js';
 import type { TurnOutcome } from '../engine/types.js';
 
@@ -8,13 +8,16 @@ import type { TurnOutcome } from '../engine/types.js';
 export interface SessionContext {
   store: StateStore;
   tmux: TmuxFactory;
+  /** The adapter of a CLI provider (the registry's; a fake in unit tests). */
+  adapter(name: ProviderName): CliAdapter;
   event(handle: string, event: string, turn?: string, detail?: Record<string, unknown>, sink?: (e: EventRecord) => void): Promise<void>;
 }
 
-export function sessionContext(store: StateStore, tmux: TmuxFactory): SessionContext {
+export function sessionContext(store: StateStore, tmux: TmuxFactory, adapter: (name: ProviderName) => CliAdapter): SessionContext {
   return {
     store,
     tmux,
+    adapter,
     async event(handle, event, turn, detail, sink) {
       const record: EventRecord = { time: new Date().toISOString(), handle, event, ...(turn ? { turn } : {}), ...(detail ? { detail } : {}) };
       await store.appendEvent(record);

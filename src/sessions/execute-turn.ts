@@ -1,5 +1,4 @@
 import path from 'node:path';
-import { cliAdapter } from '../adapters/registry.js';
 import { runProviderTurn } from '../engine/decision.js';
 import { tmuxSocketFor } from '../engine/tmux-socket.js';
 import type { EngineHooks, ProviderEvent, TurnIntent, TurnOutcome } from '../engine/types.js';
@@ -60,7 +59,7 @@ export async function executeTurn(ctx: SessionContext, handleId: string, journal
       outcome = await apiTurn(handle, message, req.env, timeoutMs, hooks, req.signal);
     } else {
       const run = await runProviderTurn({
-        adapter: cliAdapter(handle.provider.provider),
+        adapter: ctx.adapter(handle.provider.provider),
         handle: handle.provider,
         config: sessionConfig(handle),
         message,

@@ -1,4 +1,3 @@
-import { cliAdapter } from '../adapters/registry.js';
 import { observeRecordedTurn, skipPastTranscript } from '../engine/recorded-turn.js';
 import type { TurnOutcome } from '../engine/types.js';
 import { CalError, toCalError } from '../errors.js';
@@ -22,19 +21,37 @@ type RecoveryPlan =
   | { action: 'marked_lost' }
   | { action: 'delivered' };
 
+/**
+ * Two passes: first every turn the transcript (or a dead pane) already settles, so none of them
+ * waits behind a CLI that is still working; then the turns that need waiting for or delivering,
+ * in order. Turn records that cannot be read are reported, never skipped in silence.
+ */
 export async function recover(ctx: SessionContext, req: RecoverRequest): Promise<RecoverItem[]> {
+  const open: Array<{ handle: string; turn: TurnRecord }> = [];
   const items: RecoverItem[] = [];
   for (const handle of await ctx.store.listHandles()) {
     for (const turn of await ctx.store.listTurns(handle.id)) {
       if (terminalStatuses.has(turn.status)) continue;
       if (turn.ownerPid !== null && isProcessAlive(turn.ownerPid, turn.ownerStartTime)) continue;
-      items.push(await recoverTurn(ctx, handle.id, turn, req));
+      open.push({ handle: handle.id, turn });
+    }
+    for (const bad of await ctx.store.unreadableTurns(handle.id)) {
+      items.push({ handle: handle.id, turn: bad.file, message: '', before: 'queued', action: 'skipped_unreadable', status: 'queued', answer: null, error: bad.reason });
     }
   }
+  const later: typeof open = [];
+  for (const o of open) {
+    const item = await recoverTurn(ctx, o.handle, o.turn, req, 'settle_only');
+    if (item) items.push(item);
+    else later.push(o);
+  }
+  for (const o of later) items.push((await recoverTurn(ctx, o.handle, o.turn, req, 'all')) as RecoverItem);
   return items;
 }
 
-async function recoverTurn(ctx: SessionContext, handleId: string, stale: TurnRecord, req: RecoverRequest): Promise<RecoverItem> {
+async function recoverTurn(ctx: SessionContext, handleId: string, stale: TurnRecord, req: RecoverRequest, pass: 'settle_only'): Promise<RecoverItem | null>;
+async function recoverTurn(ctx: SessionContext, handleId: string, stale: TurnRecord, req: RecoverRequest, pass: 'all'): Promise<RecoverItem>;
+async function recoverTurn(ctx: SessionContext, handleId: string, stale: TurnRecord, req: RecoverRequest, pass: 'settle_only' | 'all'): Promise<RecoverItem | null> {
   const item = (action: RecoverAction, turn: TurnRecord, error?: string): RecoverItem => ({
     handle: handleId,
     turn: turn.id,
@@ -58,6 +75,8 @@ async function recoverTurn(ctx: SessionContext, handleId: string, stale: TurnRec
       return item('skipped_settled', current);
     }
     const plan = await recoveryPlan(ctx, handleId, current, req.env);
+    // The first pass takes only what needs no waiting and no sending.
+    if (pass === 'settle_only' && plan.action !== 'settled_from_transcript' && plan.action !== 'marked_lost') return null;
     if (req.dryRun) return item(plan.action, current);
     const journal = await adoptTurn(ctx.store, current);
     await ctx.event(handleId, 'recovering', current.id, { action: plan.action }, req.onEvent);
@@ -134,7 +153,7 @@ async function recoveryPlan(ctx: SessionContext, handleId: string, turn: TurnRec
   // A first turn whose cal died right after the launch has no pane or transcript on the handle
   // yet, but the id chosen up front still finds what the CLI recorded.
   if (mayHaveBeenSent && (provider.transcript || provider.tmux || provider.pendingSessionId)) {
-    const seen = await observeRecordedTurn(cliAdapter(provider.provider), provider, sessionConfig(handle), turn.message, turnSentAt(turn), env, ctx.tmux);
+    const seen = await observeRecordedTurn(ctx.adapter(provider.provider), provider, sessionConfig(handle), turn.message, turnSentAt(turn), env, ctx.tmux);
     const obs = seen.observation;
     const rebound = seen.handle !== provider ? seen.handle : null;
     if (obs.phase === 'ended') {

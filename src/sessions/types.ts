@@ -77,7 +77,16 @@ export interface RecoverRequest {
   signal?: AbortSignal;
 }
 
-export type RecoverAction = 'settled_from_transcript' | 'waited_for_cli' | 'marked_lost' | 'retried_lost' | 'delivered' | 'skipped_busy' | 'skipped_settled';
+export type RecoverAction =
+  | 'settled_from_transcript'
+  | 'waited_for_cli'
+  | 'marked_lost'
+  | 'retried_lost'
+  | 'delivered'
+  | 'skipped_busy'
+  | 'skipped_settled'
+  /** A turn record that cannot be read (torn, corrupt, not a file): reported, left untouched. */
+  | 'skipped_unreadable';
 
 export interface RecoverItem {
   handle: string;

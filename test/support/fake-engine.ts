@@ -1,4 +1,4 @@
-import { appendFileSync, chmodSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { CliAdapter, LaunchRequest, SessionConfig, StructuredRunRequest, StructuredTurnResult } from '../../src/adapters/types.js';
@@ -31,6 +31,16 @@ export interface FakePane {
 /** What the fake CLI does: the records it writes for a message (after a launch or a paste). */
 export type FakeBehaviour = (message: string, pane: FakePane) => FakeRecord[] | 'die' | 'die-after-recording' | 'ignore';
 
+/** The CLI argv a pane command runs: through cal's launch script (`/bin/sh <script>`), or as is. */
+function launchedArgv(argv: string[]): string[] {
+  if (argv[0] !== '/bin/sh' || argv.length !== 2) return argv;
+  const script = readFileSync(argv[1] as string, 'utf8');
+  const exec = script.split('\n').find((l) => l.startsWith('exec ')) ?? '';
+  const out: string[] = [];
+  for (const m of exec.slice(5).matchAll(/'((?:[^']|'\\'')*)'/g)) out.push((m[1] as string).replace(/'\\''/g, "'"));
+  return out;
+}
+
 export class FakeTmux implements TmuxControl {
   panes: FakePane[] = [];
   killedSessions: string[] = [];
@@ -43,6 +53,8 @@ export class FakeTmux implements TmuxControl {
   ) {}
 
   async newPane(spec: PaneSpec): Promise<PaneInfo> {
+    const argv = launchedArgv(spec.argv);
+    spec = { ...spec, argv };
     const pane: FakePane = { id: `%${this.nextPane++}`, session: spec.session, pid: this.nextPid++, argv: spec.argv, dead: false, pasted: [], keys: [] };
     this.panes.push(pane);
     this.cli.attach(pane, spec.argv[2] as string);
