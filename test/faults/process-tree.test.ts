@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tmuxSocketFor } from '../../src/engine/tmux-socket.js';
 import { handleFromStderr } from '../support/cal.js';
 import { claudeSuite, type ClaudeSuite } from '../support/claude-suite.js';
+import { recordFault } from '../support/fault-matrix.js';
 
 /**
  * Issue 13, item 11, with the real Claude Code: a process the session started (a detached shell
@@ -49,6 +50,15 @@ describe('no process of an ended pane lives on', () => {
     expect(next.code, next.stderr).toBe(0);
     expect(next.stdout.trim()).toBe('The codeword was CEDAR.');
     expect(await sleepers('4322')).toEqual([]);
+    recordFault({
+      id: 'fault.detached-tool-process',
+      area: 'fault',
+      fault: 'a process the CLI’s shell tool detached (`setsid sleep &`) outliving the pane, also after the CLI was SIGKILLed',
+      how: 'a scripted Bash tool call, then `cal kill-tmux`; again, then `kill -9` of the CLI and `cal continue` (real Claude Code 2.1.328)',
+      outcome: 'the detached process is ended with the pane (found by the pane’s environment tag); the resumed session recalls (exit 0)',
+      state: 'no process of the old pane left; handle valid',
+      test: 'test/faults/process-tree.test.ts',
+    });
   });
 
   it('a cal with another TMPDIR reaches the same tmux server (no second CLI on the session)', async () => {

@@ -137,7 +137,8 @@ export class FakeCli {
   }
 
   write(sessionId: string, records: FakeRecord[]): void {
-    for (const r of records) appendFileSync(this.transcript(sessionId), `${JSON.stringify(r)}\n`);
+    // Timestamped as the real CLIs' records are, so time bounds are exercised too.
+    for (const r of records) appendFileSync(this.transcript(sessionId), `${JSON.stringify({ timestamp: new Date().toISOString(), ...r })}\n`);
   }
 
   receive(message: string, pane: FakePane, sessionId: string): void {

@@ -109,7 +109,9 @@ describe('agent sessions with a fake CLI', () => {
     const open = (await turnsOf(handle.id)).find((t) => t.message === 'abandoned') as TurnRecord;
     const future = new Date(Date.now() + 86_400_000).toISOString();
     await fs.writeFile(path.join(store.turnsDir(handle.id), `${open.id}.json`), JSON.stringify({ ...open, ownerPid: DEAD_PID, createdAt: future, sentAt: future }));
-    const items = await sessions.recover({ env });
+    // The CLI's records are now seconds older than "now", the only clock left to bound them by.
+    await new Promise((r) => setTimeout(r, 2500));
+    const items = await sessions.recover({ env, timeoutSeconds: 3 });
     expect(items).toEqual([expect.objectContaining({ turn: open.id, action: 'settled_from_transcript', status: 'completed', answer: 'answered' })]);
     expect(cli.received).toEqual(['one', 'abandoned']);
   });
