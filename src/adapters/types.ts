@@ -151,6 +151,13 @@ export interface CliAdapter {
    * the same burst as the paste (Gemini CLI). Unset: Enter right after the paste.
    */
   readonly pasteSubmitDelayMs?: number;
+  /**
+   * How soon the CLI records a message it took at its prompt (set only for CLIs that record the
+   * prompt at once, before any model reply). A message still unrecorded well past it means the
+   * CLI is not at its prompt (a dialog is open): the turn fails at once instead of waiting for
+   * the timeout. Launches get a longer bound (the TUI starts first).
+   */
+  readonly promptRecordedWithinMs?: number;
   structured?: StructuredTransport;
   /**
    * The environment that points this CLI at cal's scripted model, in a throwaway HOME (or CLI

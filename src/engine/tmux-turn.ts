@@ -187,6 +187,15 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
           outcome: { status: 'lost', answer: null, error: `the ${adapter.name} process ended before the turn recorded its end`, turnKey: observerKey(observer), tools: observer.tools },
         };
       }
+      const takeBound = promptBound(adapter.promptRecordedWithinMs, mode, pasted);
+      if (takeBound !== null && !recorded && cancelledAt === null && now - sentAt.getTime() > takeBound) {
+        const screen = lastWords(await tmux.capture(location.paneId));
+        await settle('idle');
+        throw new CalError(
+          'turn_failed',
+          `${adapter.name} did not take the message within ${Math.round(takeBound / 1000)}s: it is not at its prompt (a dialog is open?)${screen ? `: ${screen}` : ''}; answer it in the pane (cal inspect, then a), then continue`,
+        );
+      }
       if (pasted && !recorded && cancelledAt === null && now - sentAt.getTime() > RESUBMIT_AFTER_MS * (resubmits + 1) && resubmits < 2) {
         // The TUI can swallow an Enter that arrives while it is busy redrawing; the transcript
         // (not the screen) says the message was not taken, so press Enter once more.
@@ -214,6 +223,17 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
     }
     await waitForChange(transcriptPath ?? '/nonexistent-transcript', POLL_MS, 100);
   }
+}
+
+/**
+ * How long a sent message may stay unrecorded before the CLI is taken to be off its prompt: the
+ * adapter's bound after a paste, three times it after a launch (the TUI starts first); none when
+ * nothing was sent now (a turn followed again) or the CLI records the prompt only with a reply.
+ */
+function promptBound(withinMs: number | undefined, mode: Mode, pasted: boolean): number | null {
+  if (!withinMs) return null;
+  if (mode === 'paste') return pasted ? withinMs : null;
+  return withinMs * 3;
 }
 
 function observerKey(observer: TurnObserver): string | null {

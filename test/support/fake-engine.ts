@@ -192,6 +192,7 @@ class FakeObserver extends TranscriptTurnObserver<FakeRecord & { t: string }> {
 export interface FakeAdapterOptions {
   structured?: (req: StructuredRunRequest) => Promise<StructuredTurnResult>;
   refuse?: (text: string) => string | null;
+  promptRecordedWithinMs?: number;
 }
 
 export function fakeAdapter(cli: FakeCli, opts: FakeAdapterOptions = {}): CliAdapter & { launches: LaunchRequest[]; prepared: number } {
@@ -235,6 +236,7 @@ export function fakeAdapter(cli: FakeCli, opts: FakeAdapterOptions = {}): CliAda
       return opts.refuse ? opts.refuse(text) : null;
     },
     ...(opts.structured ? { structured: { run: opts.structured } } : {}),
+    ...(opts.promptRecordedWithinMs ? { promptRecordedWithinMs: opts.promptRecordedWithinMs } : {}),
     async scriptedModelEnv() {
       return {};
     },

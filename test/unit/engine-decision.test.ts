@@ -232,6 +232,20 @@ describe('§5 turn endings (fake tmux, fake CLI)', () => {
     expect(w.tmux.panes[0]?.keys).toContainEqual(['Escape']);
   });
 
+  it('a CLI that records prompts at once but does not take the message is off its prompt (a dialog): turn_failed, not a timeout', async () => {
+    const w = fakeWorld({ promptRecordedWithinMs: 300 });
+    w.cli.behaviour = () => 'ignore';
+    const t0 = Date.now();
+    const err = await runProviderTurn(w.request(providerHandle(), 'hello', { timeoutMs: 30_000 })).catch((e: CalError) => e);
+    expect((err as CalError).kind).toBe('turn_failed');
+    expect((err as CalError).message).toMatch(/not at its prompt \(a dialog is open\?\): fake screen/);
+    expect(Date.now() - t0).toBeLessThan(5000);
+    // A CLI that records the prompt only with its reply declares no bound: a slow turn is not a dialog.
+    const slow = fakeWorld();
+    slow.cli.behaviour = () => 'ignore';
+    expect(((await runProviderTurn(slow.request(providerHandle(), 'hello', { timeoutMs: 1500 })).catch((e: CalError) => e)) as CalError).kind).toBe('timeout');
+  });
+
   it('timeout: a turn with no end leaves the stored offset where it began', async () => {
     const w = fakeWorld();
     w.cli.behaviour = (m) => [{ t: 'user', text: m, key: 'k' }];

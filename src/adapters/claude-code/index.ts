@@ -104,6 +104,11 @@ export const claudeCodeAdapter: CliAdapter = {
     return out;
   },
 
+  // Claude Code writes the user record the moment a prompt is submitted (measured on 2.1.328: a
+  // turn is "running" seconds before a delayed reply), so a message unrecorded after this long
+  // sits in a dialog (theme picker, an auto-mode notice), not in a slow turn.
+  promptRecordedWithinMs: 20_000,
+
   pasteText(message: string): string {
     // A leading '!' opens bash mode and '#' a memory note when typed; a space keeps a pasted one
     // text (measured: ' !touch x' reached the model as text).
