@@ -1,4 +1,5 @@
 import { execa } from 'execa';
+import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tmuxSocketFor } from '../../src/engine/tmux-socket.js';
@@ -22,6 +23,10 @@ describe('no process of an ended pane lives on', () => {
 
   beforeAll(async () => {
     s = await claudeSuite('process-tree');
+    // The scripted model's shell tool calls need Bash allowed (no auto-mode verdict offline).
+    const settings = path.join(s.env.HOME as string, '.claude', 'settings.json');
+    await fs.mkdir(path.dirname(settings), { recursive: true });
+    await fs.writeFile(settings, JSON.stringify({ permissions: { allow: ['Bash'] }, skipDangerousModePermissionPrompt: true }), { mode: 0o600 });
     const run = await s.cal(['start', '--provider', 'claude-code', '--cwd', s.work, '--timeout', '90', 'Remember the codeword CEDAR.']);
     expect(run.code, run.stderr).toBe(0);
     handle = handleFromStderr(run.stderr) as string;
