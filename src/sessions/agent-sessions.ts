@@ -3,6 +3,7 @@ import path from 'node:path';
 import { apiAdapter, cliAdapter } from '../adapters/registry.js';
 import type { CliAdapter } from '../adapters/types.js';
 import { preflight } from '../engine/decision.js';
+import { checkMcpConfig } from '../engine/mcp-config.js';
 import { prepareMessage } from '../engine/message.js';
 import { dirIdentity, hashFile, sha256 } from '../engine/stability.js';
 import { checkStability } from '../engine/stability.js';
@@ -56,6 +57,7 @@ export class AgentSessions {
     if (req.name !== undefined && (await this.store.isNameTaken(req.name))) throw nameTaken(req.name);
     const workingDir = dirIdentity(req.cwd ?? process.cwd());
     const mcpConfigPath = req.mcpConfig ? path.resolve(req.mcpConfig) : null;
+    if (mcpConfigPath) checkMcpConfig(mcpConfigPath);
     const cli = adapter ? await adapter.resolveCli(req.cliPath, req.env) : null;
     const id = newId();
     const now = new Date().toISOString();
@@ -135,8 +137,8 @@ export class AgentSessions {
    */
   async killTmux(ref: string): Promise<AgentSessionHandle> {
     const handle = await this.store.loadHandle(ref);
-    if (handle.provider.transport === 'api') {
-      throw new CalError('non_applicable', `handle ${handle.id} is an API session: it has no tmux pane to kill`, { handle: handle.id });
+    if (handle.provider.transport !== 'tmux') {
+      throw new CalError('non_applicable', `handle ${handle.id} is ${handle.provider.transport === 'api' ? 'an API session' : 'on the structured transport (one CLI process per turn)'}: it has no tmux pane to kill`, { handle: handle.id });
     }
     const killed = await killTransport(handle.provider, this.ctx.tmux);
     if (killed) await this.ctx.event(handle.id, 'pane_killed', undefined, { pane: killed.paneId });

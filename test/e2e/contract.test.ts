@@ -103,11 +103,26 @@ describe('the continuation contract', () => {
     expect(events).toContain('"stale_handle"');
   });
 
-  it('non_continuable (7): the CLI exited before its first turn was recorded', async () => {
-    const work = await makeWorkDir(root, 'noncont');
+  it('a bad --mcp-config is usage (2) before anything starts, for every CLI alike (issue 20)', async () => {
+    const work = await makeWorkDir(root, 'badmcp');
     const badMcp = path.join(root, 'bad-mcp.json');
     await fs.writeFile(badMcp, '{ this is not json');
-    const start = await cal(['start', '--provider', 'claude-code', '--cwd', work, '--mcp-config', badMcp, '--json', 'hello']);
+    const notServers = path.join(root, 'not-servers.json');
+    await fs.writeFile(notServers, JSON.stringify({ mcpServers: { probe: { args: ['x'] } } }));
+    for (const [provider, file] of [['claude-code', badMcp], ['codex', badMcp], ['claude-code', notServers], ['pi', notServers]] as const) {
+      const start = await cal(['start', '--provider', provider, '--cwd', work, '--mcp-config', file, '--json', 'hello']);
+      expect(start.code, `${provider} ${file}: ${start.stdout}`).toBe(2);
+      expect(start.json.error.kind).toBe('usage');
+      expect(start.json.error.handle).toBeUndefined();
+    }
+  });
+
+  it('non_continuable (7): the CLI exited before its first turn was recorded', async () => {
+    const work = await makeWorkDir(root, 'noncont');
+    // A broken install: the CLI answers --version, then exits at once on every launch.
+    const broken = path.join(root, 'broken-claude');
+    await fs.writeFile(broken, `#!/bin/sh\nif [ "$1" = --version ]; then exec ${cliBin('claude')} --version; fi\necho "broken install" >&2\nexit 3\n`, { mode: 0o755 });
+    const start = await cal(['start', '--provider', 'claude-code', '--cwd', work, '--cli-path', broken, '--json', 'hello']);
     expect(start.code).not.toBe(0);
     const h = start.json.error.handle;
     expect(h).toBeTruthy();
