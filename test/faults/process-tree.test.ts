@@ -23,10 +23,11 @@ describe('no process of an ended pane lives on', () => {
 
   beforeAll(async () => {
     s = await claudeSuite('process-tree');
-    // The scripted model's shell tool calls need Bash allowed (no auto-mode verdict offline).
+    // The scripted model's shell tool calls need Bash allowed, outside auto mode (whose safety
+    // check cannot reach a server offline, and opens a dialog for a detached command).
     const settings = path.join(s.env.HOME as string, '.claude', 'settings.json');
     await fs.mkdir(path.dirname(settings), { recursive: true });
-    await fs.writeFile(settings, JSON.stringify({ permissions: { allow: ['Bash'] }, skipDangerousModePermissionPrompt: true }), { mode: 0o600 });
+    await fs.writeFile(settings, JSON.stringify({ permissions: { allow: ['Bash'], defaultMode: 'dontAsk' }, skipDangerousModePermissionPrompt: true }), { mode: 0o600 });
     const run = await s.cal(['start', '--provider', 'claude-code', '--cwd', s.work, '--timeout', '90', 'Remember the codeword CEDAR.']);
     expect(run.code, run.stderr).toBe(0);
     handle = handleFromStderr(run.stderr) as string;
