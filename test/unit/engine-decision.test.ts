@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { decideRoute, preflight, runProviderTurn, type RouteFacts } from '../../src/engine/decision.js';
 import { CalError } from '../../src/errors.js';
 import type { StabilityFingerprint } from '../../src/handles/schema.js';
+import { kindOf } from '../support/errors.js';
 import { fakeWorld, providerHandle } from '../support/fake-engine.js';
 
 /**
@@ -22,14 +23,6 @@ const facts = (patch: Partial<RouteFacts>): RouteFacts => ({
   ...patch,
 });
 
-async function kindOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'resolved';
-  } catch (err) {
-    return err instanceof CalError ? err.kind : `untyped: ${(err as Error).message}`;
-  }
-}
 
 describe('§4 decision table (pure)', () => {
   it.each([

@@ -6,6 +6,7 @@ import { AgentSessions } from '../../src/sessions/agent-sessions.js';
 import { StateStore } from '../../src/state/store.js';
 import type { TurnRecord } from '../../src/state/turns.js';
 import { scratchDir } from '../support/cal.js';
+import { kindOf } from '../support/errors.js';
 import { FakeCli, FakeTmux, fakeAdapter } from '../support/fake-engine.js';
 import { removeScratch } from '../support/scratch.js';
 
@@ -16,14 +17,6 @@ import { removeScratch } from '../support/scratch.js';
  */
 const DEAD_PID = 999_999_9;
 
-async function kindOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'resolved';
-  } catch (err) {
-    return err instanceof CalError ? err.kind : `untyped: ${(err as Error).message}`;
-  }
-}
 
 describe('agent sessions with a fake CLI', () => {
   let root: string;

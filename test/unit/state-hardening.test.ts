@@ -6,20 +6,13 @@ import { CalError } from '../../src/errors.js';
 import { isProcessAlive, processStartTime } from '../../src/state/lock.js';
 import { StateStore } from '../../src/state/store.js';
 import { scratchDir } from '../support/cal.js';
+import { kindOf } from '../support/errors.js';
 import { removeScratch } from '../support/scratch.js';
 
 /**
  * Issue 13, items 8 and 10: what is planted in the state directory (a FIFO, a folder, a lock of
  * an impossible owner) is refused or reclaimed at once; nothing hangs and nothing is sent.
  */
-async function kindOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'resolved';
-  } catch (err) {
-    return err instanceof CalError ? err.kind : `untyped: ${(err as Error).message}`;
-  }
-}
 
 /** Resolves or rejects within `ms`, else fails: a FIFO would otherwise hang the call forever. */
 function within<T>(p: Promise<T>, ms = 3000): Promise<T> {
