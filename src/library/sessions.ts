@@ -111,15 +111,22 @@ class CalSessions implements Sessions {
       return this.start({ ...o, provider: o.provider, message: newMessage });
     }
     const handle = await this.store.loadHandle(refOf(o.handle));
-    if (o.provider !== undefined && o.provider !== handle.provider.provider) {
-      throw new CalError('stale_handle', `stale handle: provider differs (expected ${JSON.stringify(handle.provider.provider)}, got ${JSON.stringify(o.provider)})`, {
-        field: 'provider',
-        expected: handle.provider.provider,
-        actual: o.provider,
-        handle: handle.id,
-      });
+    try {
+      if (o.provider !== undefined && o.provider !== handle.provider.provider) {
+        throw new CalError('stale_handle', `stale handle: provider differs (expected ${JSON.stringify(handle.provider.provider)}, got ${JSON.stringify(o.provider)})`, {
+          field: 'provider',
+          expected: handle.provider.provider,
+          actual: o.provider,
+          handle: handle.id,
+        });
+      }
+      checkHistory(earlier, recordedConversation(await this.store.listTurns(handle.id)), handle.id);
+    } catch (err) {
+      if (err instanceof CalError && err.kind === 'stale_handle') {
+        await this.agents.workflowEvent(handle.id, 'stale_handle', { field: err.field, expected: clipped(err.expected), actual: clipped(err.actual) }, o.onEvent as EventSink);
+      }
+      throw err;
     }
-    checkHistory(earlier, recordedConversation(await this.store.listTurns(handle.id)), handle.id);
     return this.continue(handle.id, newMessage, o);
   }
 
@@ -147,7 +154,7 @@ class CalSessions implements Sessions {
   /** Turns first (from the CLI transcripts), then the plan runs they belong to, from the phase they reached. */
   async recover(o: RecoverOptions = {}): Promise<RecoverResult> {
     refuseAborted(o.signal);
-    const onEvent = o.onEvent as ((e: EventRecord) => void) | undefined;
+    const onEvent = o.onEvent as EventSink;
     const turns = await this.agents.recover({ dryRun: o.dryRun, retryLost: o.retryLost, timeoutSeconds: o.timeoutSeconds, env: this.env, onEvent, ...withSignal(o.signal) });
     const { recoverRuns } = await import('../workflow/runner.js');
     const runs = await recoverRuns(this.store, this.agents, { env: this.env, dryRun: o.dryRun, onEvent });
@@ -186,6 +193,15 @@ export function checkCertIds(ids: readonly string[]): CertId[] {
   return [...new Set(ids)] as CertId[];
 }
 
+type EventSink = ((e: EventRecord) => void) | undefined;
+
+/** A message as an event shows it: its role and the start of its text (the turn records keep all of it). */
+function clipped(message: unknown): unknown {
+  if (!message || typeof message !== 'object') return message;
+  const { role, content } = message as { role: string; content: string };
+  return { role, content: content.length > 200 ? `${content.slice(0, 200)}…` : content };
+}
+
 function refOf(ref: HandleRef): string {
   if (typeof ref === 'string') return ref;
   if (ref && typeof ref.id === 'string') return ref.id;
@@ -222,7 +238,7 @@ function withSignal(signal: AbortSignal | undefined): { signal?: AbortSignal } {
 function callbacks(o: TurnCallOptions): { onEvent?: (e: EventRecord) => void; onProgress?: SessionProgress } {
   const onProgress = o.onProgress;
   return {
-    onEvent: o.onEvent as ((e: EventRecord) => void) | undefined,
+    onEvent: o.onEvent as EventSink,
     onProgress: onProgress ? (p) => onProgress({ phase: p.observation.phase, tools: p.tools, partialAnswer: p.partialAnswer }) : undefined,
   };
 }

@@ -77,9 +77,10 @@ describe('openSessions on an API provider', () => {
     const shorter = await sessions.ask({ handle, messages: [{ role: 'user', content: 'new' }] }).catch((e: unknown) => e);
     expect(shorter).toMatchObject({ kind: 'stale_handle', field: 'messages[0]', actual: null });
     expect(server.turnRequests()).toHaveLength(before);
-    const events = [];
-    for await (const e of sessions.events(handle)) events.push(e.event);
-    expect(events).toEqual(['running', 'completed']);
+    const events: CalEvent[] = [];
+    for await (const e of sessions.events(handle)) events.push(e);
+    expect(events.map((e) => e.event)).toEqual(['running', 'completed', 'stale_handle', 'stale_handle', 'stale_handle', 'stale_handle']);
+    expect(events[2]!.detail).toMatchObject({ field: 'messages[0]', actual: { role: 'user', content: 'Remember the codeword MIKE.' } });
   });
 
   it('ask without a handle starts a session; it needs a provider and no earlier messages', async () => {
