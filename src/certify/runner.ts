@@ -64,7 +64,11 @@ export async function certify(opts: CertifyOptions): Promise<CertifyReport> {
   const outcomes: Array<CertOutcome | undefined> = new Array(plan.length);
   let reported = 0;
   const flush = () => {
-    while (reported < plan.length && outcomes[reported]) opts.onOutcome?.(outcomes[reported++] as CertOutcome);
+    // The index moves outside the optional call: `f?.(x++)` skips `x++` when f is absent.
+    while (reported < plan.length && outcomes[reported]) {
+      const outcome = outcomes[reported++] as CertOutcome;
+      opts.onOutcome?.(outcome);
+    }
   };
 
   const jobs = Math.max(1, opts.live ? 1 : (opts.jobs ?? DEFAULT_JOBS));
