@@ -58,10 +58,7 @@ export async function systemPromptOf(opts: SystemPromptFlags): Promise<string | 
   return opts.systemPromptFile ? fileText(opts.systemPromptFile, '--system-prompt-file') : opts.systemPrompt;
 }
 
-export function eventPrinter(opts: OutputOptions): ((e: CalEvent) => void) | undefined {
-  if (!opts.events) return undefined;
-  return (e) => process.stderr.write(JSON.stringify(e) + '\n');
-}
+export { eventPrinter } from './event-printer.js';
 
 export function turnJson(turn: Turn): Record<string, unknown> {
   return {

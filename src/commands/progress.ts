@@ -1,6 +1,6 @@
 import type { CalEvent, ToolActivity, TurnProgress } from '../index.js';
 import { colorEnabled, elapsed, oneLine, toolLine } from '../tui/format.js';
-import { eventPrinter } from './common.js';
+import { eventPrinter } from './event-printer.js';
 
 /**
  * Live progress for long waits: a spinner with the lifecycle state and elapsed time on a
