@@ -7,8 +7,15 @@ import { CalError } from '../errors.js';
  * whoever can write it could plant handles or symlinks that redirect cal's writes.
  */
 export async function ensurePrivateDir(dir: string): Promise<void> {
-  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
-  const st = await fs.lstat(dir);
+  // The folder is there on every call but the first: look before creating.
+  let st = await fs.lstat(dir).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return null;
+    throw err;
+  });
+  if (!st) {
+    await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+    st = await fs.lstat(dir);
+  }
   if (st.isSymbolicLink() || !st.isDirectory()) {
     throw new CalError('usage', `state path ${dir} is not a plain directory (a symlink?): refusing to use it`);
   }
