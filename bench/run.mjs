@@ -236,6 +236,11 @@ try {
   for (const dir of stateDirs) spawnSync('tmux', ['-S', await tmuxSocketFor(path.join(dir, 'tmux')), 'kill-server']);
   spawnSync('tmux', ['-S', benchSocket, 'kill-server']);
   await server.close();
-  await fs.rm(scratch, { recursive: true, force: true });
+  // A CLI whose pane was just ended may still write its config on the way out.
+  for (let i = 0; i < 10; i++) {
+    const removed = await fs.rm(scratch, { recursive: true, force: true }).then(() => true, () => false);
+    if (removed) break;
+    await new Promise((r) => setTimeout(r, 300));
+  }
 }
 process.exitCode = misses === 0 ? 0 : 1;

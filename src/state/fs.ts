@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, constants as fsConstants, fstatSync, lstatSync, openSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { z } from 'zod';
@@ -90,10 +90,13 @@ function symlinkError(file: string): CalError {
   return new CalError('invalid_handle', `${path.basename(file)} in the state directory is a symlink: refusing to follow it`);
 }
 
-/** Throws invalid_handle when `file` (a file or a folder) is a symlink; a missing one is fine. */
+/**
+ * Throws invalid_handle when `file` (a file or a folder) is a symlink; a missing one is fine.
+ * The checks here look synchronously: one lstat costs less than a thread-pool round trip.
+ */
 export async function refuseSymlink(file: string): Promise<void> {
   try {
-    const st = await fs.lstat(file);
+    const st = lstatSync(file);
     if (st.isSymbolicLink()) throw symlinkError(file);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
@@ -135,7 +138,7 @@ function notRegularError(file: string, what: string): CalError {
 /** A FIFO, socket or directory where a record belongs is refused, not replaced behind its back. */
 export async function refuseNonRegular(file: string): Promise<void> {
   try {
-    const st = await fs.lstat(file);
+    const st = lstatSync(file);
     if (!st.isFile()) throw notRegularError(file, st.isDirectory() ? 'a directory' : st.isFIFO() ? 'a FIFO' : 'not a regular file');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
@@ -145,7 +148,7 @@ export async function refuseNonRegular(file: string): Promise<void> {
 /** A folder of the state directory that is something else (a FIFO, a file) is refused. */
 export async function refuseNonDirectory(dir: string): Promise<void> {
   try {
-    const st = await fs.lstat(dir);
+    const st = lstatSync(dir);
     if (!st.isDirectory()) throw notRegularError(dir, st.isFIFO() ? 'a FIFO' : 'not a folder');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
