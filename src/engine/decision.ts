@@ -101,7 +101,7 @@ export async function runProviderTurn(req: TurnRequest): Promise<EngineResult> {
       return pasteAndFollow(req, msg);
     case 'launch':
     case 'non_continuable': {
-      const handle = route.lostPane ? await archiveLostPane(req) : req.handle;
+      let handle = route.lostPane ? await archiveLostPane(req) : req.handle;
       if (route.kind === 'non_continuable') {
         throw new CalError(
           'non_continuable',
@@ -109,7 +109,7 @@ export async function runProviderTurn(req: TurnRequest): Promise<EngineResult> {
         );
       }
       if (route.mode === 'resume') {
-        await checkPinned(handle.cli as PinnedCli, req.env, req.adapter.executable);
+        handle = { ...handle, cli: await checkPinned(handle.cli as PinnedCli, req.env, req.adapter.executable) };
         await req.adapter.prepare(req.env, req.config);
         await req.hooks.emit('resuming', { nativeSessionId: handle.nativeSessionId });
       } else {

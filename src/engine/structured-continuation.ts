@@ -11,10 +11,10 @@ export async function runStructuredTurn(req: TurnRequest, text: string): Promise
   const { adapter, hooks } = req;
   let handle = req.handle;
   if (!adapter.structured) throw new CalError('usage', `${adapter.name} has no structured transport`);
-  const cli = handle.cli as PinnedCli;
+  let cli = handle.cli as PinnedCli;
   const mode = handle.nativeSessionId ? 'resume' : 'fresh';
   if (mode === 'resume') {
-    await checkPinned(cli, req.env, adapter.executable);
+    cli = await checkPinned(cli, req.env, adapter.executable);
     await hooks.emit('resuming', { nativeSessionId: handle.nativeSessionId });
   }
   await adapter.prepare(req.env, req.config);
@@ -34,6 +34,7 @@ export async function runStructuredTurn(req: TurnRequest, text: string): Promise
   });
   handle = {
     ...handle,
+    cli,
     nativeSessionId: result.sessionId,
     pendingSessionId: null,
     transcript: result.transcriptPath ? { path: result.transcriptPath, offset: handle.transcript?.offset ?? 0 } : handle.transcript,

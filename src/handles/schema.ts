@@ -33,10 +33,21 @@ export const TmuxLocation = z.object({
 });
 export type TmuxLocation = z.infer<typeof TmuxLocation>;
 
+/** What a file is on disk now: an installed or replaced binary differs in at least one field. */
+export const FileIdentity = z.object({
+  size: z.number(),
+  mtimeMs: z.number(),
+  dev: z.number(),
+  ino: z.number(),
+});
+export type FileIdentity = z.infer<typeof FileIdentity>;
+
 export const PinnedCli = z.object({
   path: z.string(),
   realPath: z.string(),
   version: z.string(),
+  /** The real path's identity when its version was read; absent in handles from before it was kept. */
+  identity: FileIdentity.optional(),
 });
 export type PinnedCli = z.infer<typeof PinnedCli>;
 

@@ -213,8 +213,7 @@ export class AgentSessions {
   async list(): Promise<HandleSummary[]> {
     const out: HandleSummary[] = [];
     for (const handle of await this.store.listHandles()) {
-      const turns = await this.store.listTurns(handle.id);
-      out.push({ handle, lastTurn: turns.at(-1) ?? null });
+      out.push({ handle, lastTurn: await this.store.lastTurn(handle.id) });
     }
     return out;
   }

@@ -21,10 +21,9 @@ export async function newTurn(store: StateStore, handleId: string, message: stri
 }
 
 async function writeNewTurn(store: StateStore, handleId: string, message: string, correlationId: string | null): Promise<TurnJournal> {
-  const turns = await store.listTurns(handleId);
-  const now = new Date().toISOString();
   // Past every record on disk, readable or not (a torn record still holds its number).
-  const seq = Math.max(turns.length, ...turns.map((t) => t.seq), await store.turnFileCount(handleId)) + 1;
+  const seq = await store.nextTurnSeq(handleId);
+  const now = new Date().toISOString();
   const turn: TurnRecord = {
     schemaVersion: 1,
     id: `t${String(seq).padStart(4, '0')}-${newId(6)}`,

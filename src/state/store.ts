@@ -53,6 +53,7 @@ function existsSyncSafe(file: string): boolean {
 export class StateStore {
   readonly layout: StateLayout;
   readonly locks: LockDirectory;
+  private readonly turnDirsChecked = new Set<string>();
 
   private constructor(root: string) {
     this.layout = stateLayout(root);
@@ -62,9 +63,8 @@ export class StateStore {
   static async open(explicitDir?: string): Promise<StateStore> {
     const store = new StateStore(resolveStateDir(explicitDir));
     await ensurePrivateDir(store.layout.root);
-    for (const dir of [store.layout.handles, store.layout.turns, store.layout.locks, store.layout.tmux, store.layout.homes, store.layout.history]) {
-      await ensurePrivateDir(dir);
-    }
+    const { handles, turns, locks, tmux, homes, history } = store.layout;
+    await Promise.all([handles, turns, locks, tmux, homes, history].map((dir) => ensurePrivateDir(dir)));
     return store;
   }
 
@@ -174,11 +174,15 @@ export class StateStore {
 
   async saveTurn(turn: TurnRecord): Promise<void> {
     const dir = this.turnsDir(turn.handleId);
-    // Not recursive: a state directory removed while cal runs is reported, not silently recreated.
-    await fs.mkdir(dir, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'EEXIST') throw stateWriteError(err, dir);
-    });
-    await ensurePrivateDir(dir);
+    if (!this.turnDirsChecked.has(dir)) {
+      // Not recursive: a state directory removed while cal runs is reported, not silently recreated.
+      await fs.mkdir(dir, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EEXIST') throw stateWriteError(err, dir);
+      });
+      await ensurePrivateDir(dir);
+      // A turn moves through several statuses: its folder is checked once per process.
+      this.turnDirsChecked.add(dir);
+    }
     const checked = TurnRecord.parse({ ...turn, updatedAt: new Date().toISOString() });
     await writeJsonAtomic(path.join(dir, `${turn.id}.json`), checked);
   }
@@ -199,6 +203,58 @@ export class StateStore {
       if (!read.ok && read.reason === 'corrupt') out.push({ file: path.join(dir, entry), reason: read.detail });
     }
     return out;
+  }
+
+  /**
+   * The last turn (as listTurns orders them) read alone: the seq is in each record's file name
+   * (`t<seq>-<id>.json`), so listing every handle's last turn parses one file per handle, not
+   * every turn of every handle. Unreadable records are passed over, as listTurns does.
+   */
+  async lastTurn(handleId: string): Promise<TurnRecord | null> {
+    const named = await this.namedTurnFiles(handleId);
+    if (!named) return (await this.listTurns(handleId)).at(-1) ?? null;
+    for (let i = named.length - 1; i >= 0; i--) {
+      const read = await readJsonFile(path.join(this.turnsDir(handleId), (named[i] as { entry: string }).entry), TurnRecord);
+      if (read.ok) return read.value;
+    }
+    return null;
+  }
+
+  /**
+   * The seq a new turn takes: past every record on disk, readable or not (a torn record still
+   * holds its number), read from the file names alone.
+   */
+  async nextTurnSeq(handleId: string): Promise<number> {
+    const named = await this.namedTurnFiles(handleId);
+    if (!named) {
+      const turns = await this.listTurns(handleId);
+      return Math.max(turns.length, ...turns.map((t) => t.seq), await this.turnFileCount(handleId)) + 1;
+    }
+    return Math.max(named.length, named.at(-1)?.seq ?? 0) + 1;
+  }
+
+  /**
+   * The turn files of a handle by the seq in their names, in listTurns' order (ties in folder
+   * order); null when some .json file is not named like a turn record (then its content decides).
+   */
+  private async namedTurnFiles(handleId: string): Promise<{ entry: string; seq: number }[] | null> {
+    const dir = this.turnsDir(handleId);
+    await refuseSymlink(dir);
+    let entries: string[];
+    try {
+      entries = await fs.readdir(dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw err;
+    }
+    const named: { entry: string; seq: number }[] = [];
+    for (const entry of entries) {
+      if (!entry.endsWith('.json')) continue;
+      const m = /^t(\d+)-[a-z0-9]+\.json$/.exec(entry);
+      if (!m?.[1]) return null;
+      named.push({ entry, seq: Number(m[1]) });
+    }
+    return named.sort((a, b) => a.seq - b.seq);
   }
 
   async listTurns(handleId: string): Promise<TurnRecord[]> {

@@ -1,4 +1,4 @@
-import { mkdtempSync, realpathSync } from 'node:fs';
+import { mkdtempSync, realpathSync, statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,14 +13,15 @@ import { cliBin, pinnedCli, repoRoot } from '../support/clis.js';
 const config = (cwd: string, extra: Partial<SessionConfig> = {}): SessionConfig => ({ cwd, model: null, systemPrompt: null, mcpConfigPath: null, toolPolicy: 'default', ...extra });
 
 describe('Codex pinned binary', () => {
-  it('resolves the npm wrapper to the native binary of the platform package, with its version', async () => {
+  it('resolves the npm wrapper to the native binary of the platform package, with its version and file identity', async () => {
     const found = { path: cliBin('codex'), realPath: realpathSync(cliBin('codex')) };
     expect(found.realPath).toMatch(/bin\/codex\.js$/);
     const native = nativeCodexBinary(found);
     expect(native).toMatch(/vendor\/[^/]+\/bin\/codex$/);
     expect(nativeCodexBinary({ path: native, realPath: native })).toBe(native);
     const pinned = await codexAdapter.resolveCli(undefined, { PATH: `${path.dirname(cliBin('codex'))}:/usr/bin:/bin` });
-    expect(pinned).toEqual({ path: cliBin('codex'), realPath: native, version: pinnedCli.codex.version });
+    const st = statSync(native);
+    expect(pinned).toEqual({ path: cliBin('codex'), realPath: native, version: pinnedCli.codex.version, identity: { size: st.size, mtimeMs: st.mtimeMs, dev: st.dev, ino: st.ino } });
   });
 
   it('gives the native binary the environment the wrapper would', () => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { PinnedCli } from '../../handles/schema.js';
-import { findExecutable, readVersion } from '../resolve.js';
+import { findExecutable, pinCli } from '../resolve.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
 import { claudeConfigDir, createManagedHome, preAnswerDialogs } from './home.js';
 import { ClaudeTurnObserver, classifyRecord, normaliseForMatch, userText } from './transcript.js';
@@ -35,7 +35,7 @@ export const claudeCodeAdapter: CliAdapter = {
 
   async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
     const found = findExecutable('claude', cliPath, env);
-    return { ...found, version: await readVersion(found.realPath, { ...env, ...claudeEnv }) };
+    return pinCli(found, { ...env, ...claudeEnv });
   },
 
   async prepare(env: Record<string, string>, config: SessionConfig): Promise<void> {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { CalError } from '../../errors.js';
 import type { PinnedCli } from '../../handles/schema.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
-import { findExecutable, readVersion } from '../resolve.js';
+import { findExecutable, pinCli } from '../resolve.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
 import { fileURLToPath } from 'node:url';
 import { chooseSessionFile, findSessionFile, scriptedPiEnv, sessionFolders } from './home.js';
@@ -42,7 +42,7 @@ export const piAdapter: CliAdapter = {
 
   async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
     const found = findExecutable('pi', cliPath, env);
-    return { ...found, version: await readVersion(found.realPath, { ...env, PI_OFFLINE: '1' }) };
+    return pinCli(found, { ...env, PI_OFFLINE: '1' });
   },
 
   async prepare(_env: Record<string, string>, config: SessionConfig): Promise<void> {
