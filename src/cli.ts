@@ -8,7 +8,7 @@ import { Command, CommanderError, Option } from 'commander';
 const require = createRequire(import.meta.url);
 const { version } = require('../package.json') as { version: string };
 
-export const providerChoices = ['claude-code', 'codex', 'gemini', 'pi', 'cursor', 'anthropic', 'openai'];
+export const providerChoices = ['claude-code', 'codex', 'gemini', 'pi', 'cursor', 'agy', 'anthropic', 'openai'];
 
 export function buildProgram(setExit: (code: number) => void): Command {
   const program = new Command();
