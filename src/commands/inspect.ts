@@ -2,8 +2,10 @@ import { AgentSessions, type HandleView } from '../sessions/agent-sessions.js';
 import { StateStore } from '../state/store.js';
 import { age, certificationText, eventDetail, oneLine, screenTail, splitPanes, toolLine } from '../tui/format.js';
 import { listCertifications, type CertificationSummary } from '../certify/results.js';
+import { liveCertificationOnly } from '../certify/scope.js';
 import type { InspectSource } from '../tui/source.js';
 import { renderError, type GlobalOptions } from './common.js';
+import type { ProviderName } from '../handles/schema.js';
 
 /**
  * `cal inspect [<handle>]`. On a terminal (stdin and stdout both TTYs, no --json) it opens the
@@ -40,12 +42,23 @@ export async function runInspect(ref: string | undefined, opts: { json?: boolean
     const certification = cli ? await certificationsOf(store.layout.root, view.handle.provider.provider, cli.version) : [];
     const screen = view.currentPaneAlive ? await sessions.screen(ref).catch(() => null) : null;
     const attach = view.currentPaneAlive ? await sessions.attachCommand(ref) : null;
-    if (opts.json) process.stdout.write(JSON.stringify({ ...viewJson(view, screen, attach), certification }) + '\n');
-    else process.stdout.write(viewText(view, screen, attach, Date.now(), cli ? certificationText(certification, Date.now()) : null));
+    const uncertified = uncertifiedHere(view.handle.provider.provider, certification);
+    if (opts.json) process.stdout.write(JSON.stringify({ ...viewJson(view, screen, attach), certification, ...(uncertified ? { uncertifiedHere: uncertified } : {}) }) + '\n');
+    else process.stdout.write(viewText(view, screen, attach, Date.now(), uncertified ?? (cli ? certificationText(certification, Date.now()) : null)));
     return 0;
   } catch (err) {
     return renderError(err, opts);
   }
+}
+
+/**
+ * For a CLI only a live run can certify (Cursor, Agy) and no live pass on record for this
+ * version: says so, with what would certify it. Null otherwise.
+ */
+function uncertifiedHere(provider: ProviderName, results: CertificationSummary[]): string | null {
+  const why = liveCertificationOnly(provider);
+  if (!why || results.some((r) => r.mode === 'live' && r.certified)) return null;
+  return `uncertified here: ${why}; a user's live run certifies it (cal certify --provider ${provider} --live)`;
 }
 
 /** Stored `cal certify` results of one CLI version, one per mode. */
