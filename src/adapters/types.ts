@@ -164,4 +164,10 @@ export interface CliAdapter {
    * home) under `dir` that cal manages: for demo, certify and tests. No key, no network.
    */
   scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>): Promise<Record<string, string>>;
+  /**
+   * Set when the CLI cannot be pointed at cal's scripted model (no local endpoint option): why.
+   * Then nothing offline can certify it; only a user's live run with the real CLI and a login
+   * (`cal certify --live`) can, and `cal inspect` marks it uncertified here.
+   */
+  readonly liveCertificationOnly?: string;
 }

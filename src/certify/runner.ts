@@ -43,6 +43,12 @@ export async function certify(opts: CertifyOptions): Promise<CertifyReport> {
     throw new CalError('non_applicable', `${opts.provider} is an API provider: there is no CLI binary to certify`);
   }
   const adapter = cliAdapter(opts.provider);
+  if (!opts.live && adapter.liveCertificationOnly) {
+    throw new CalError(
+      'non_applicable',
+      `${opts.provider} cannot be certified here: ${adapter.liveCertificationOnly}. Where the real CLI is installed and signed in, run: cal certify --provider ${opts.provider} --live`,
+    );
+  }
   const pinned = await adapter.resolveCli(opts.cliPath, opts.env);
   const settingsBase = {
     provider: opts.provider,

@@ -1,5 +1,6 @@
 import { openSessions, type CertificationSummary, type SessionDetail, type Sessions } from '../index.js';
 import { listCertifications } from '../certify/results.js';
+import { liveCertificationOnly } from '../certify/scope.js';
 import type { InspectSource } from '../tui/source.js';
 import { age, certificationText, eventDetail, oneLine, screenTail, splitPanes, toolLine } from '../tui/format.js';
 import { renderError } from './common.js';
@@ -41,8 +42,9 @@ export const command = defineCommand({
         return 0;
       }
       const detail = await sessions.inspect(ref);
-      if (opts.json) process.stdout.write(JSON.stringify({ ...viewJson(detail), certification: detail.certification }) + '\n');
-      else process.stdout.write(viewText(detail, Date.now(), detail.handle.provider.cli ? certificationText(detail.certification, Date.now()) : null));
+      const uncertified = uncertifiedHere(detail.handle.provider.provider, detail.certification);
+      if (opts.json) process.stdout.write(JSON.stringify({ ...viewJson(detail), certification: detail.certification, ...(uncertified ? { uncertifiedHere: uncertified } : {}) }) + '\n');
+      else process.stdout.write(viewText(detail, Date.now(), uncertified ?? (detail.handle.provider.cli ? certificationText(detail.certification, Date.now()) : null)));
       return 0;
     } catch (err) {
       return renderError(err, opts);
@@ -119,4 +121,14 @@ function viewText(view: SessionDetail, now: number, certified: string | null = n
     ...view.events.map((e) => `  ${e.time} ${e.event}${e.turn ? ` ${e.turn}` : ''}${eventDetail(e) ? ` ${oneLine(eventDetail(e), 120)}` : ''}`),
   );
   return lines.join('\n') + '\n';
+}
+
+/**
+ * For a CLI only a live run can certify (Cursor, Agy) and no live pass on record for this
+ * version: says so, with what would certify it. Null otherwise.
+ */
+function uncertifiedHere(provider: Parameters<typeof liveCertificationOnly>[0], results: CertificationSummary[]): string | null {
+  const why = liveCertificationOnly(provider);
+  if (!why || results.some((r) => r.mode === 'live' && r.certified)) return null;
+  return `uncertified here: ${why}; a user's live run certifies it (cal certify --provider ${provider} --live)`;
 }

@@ -6,7 +6,7 @@ import { z } from 'zod';
  */
 export const HANDLE_SCHEMA_VERSION = 1;
 
-export const providerNames = ['claude-code', 'codex', 'gemini', 'pi', 'cursor', 'anthropic', 'openai'] as const;
+export const providerNames = ['claude-code', 'codex', 'gemini', 'pi', 'cursor', 'agy', 'anthropic', 'openai'] as const;
 export const ProviderName = z.enum(providerNames);
 export type ProviderName = z.infer<typeof ProviderName>;
 
@@ -19,6 +19,11 @@ export const DirIdentity = z.object({
   realPath: z.string(),
   dev: z.number(),
   ino: z.number(),
+  /**
+   * When the filesystem records it. A folder deleted and recreated can get its inode back (ext4
+   * hands it out again at once when no process holds the folder), but never its birth time.
+   */
+  birthtimeMs: z.number().optional(),
 });
 export type DirIdentity = z.infer<typeof DirIdentity>;
 

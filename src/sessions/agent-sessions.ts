@@ -41,11 +41,15 @@ export class AgentSessions {
   async start(req: StartRequest): Promise<TurnResult> {
     const api = apiAdapter(req.provider);
     const adapter = api ? null : this.ctx.adapter(req.provider);
-    const transport = req.transport ?? (api ? 'api' : 'tmux');
+    // A CLI cal drives only through its JSON mode (Cursor, Agy) starts there without being told.
+    const transport = req.transport ?? (api ? 'api' : adapter && !adapter.capabilities.tmuxContinuation && adapter.structured ? 'structured' : 'tmux');
     if (api && transport !== 'api') throw new CalError('usage', `${req.provider} is an API provider: it only has --transport api`);
     if (!api && transport === 'api') throw new CalError('usage', `${req.provider} is a coding-agent CLI; --transport api is for the API providers (anthropic, openai)`);
     if (adapter && transport === 'structured' && !adapter.structured) {
       throw new CalError('usage', `${req.provider} has no structured transport in cal; use --transport tmux`);
+    }
+    if (adapter && transport === 'tmux' && !adapter.capabilities.tmuxContinuation) {
+      throw new CalError('usage', `${req.provider} has no tmux transport in cal (its transcript cannot prove a turn's end without the pane); use --transport structured`);
     }
     if (api && req.mcpConfig) throw new CalError('usage', `${req.provider} is an API provider: --mcp-config applies to coding-agent CLIs`);
     api?.checkEnv(req.env);
