@@ -28,10 +28,12 @@ export const command = defineCommand({
         return await runTui({ source: tuiSource(sessions), ref, stateDir: sessions.stateDir });
       }
       if (ref === undefined) {
-        const { handles, certifications } = await sessions.inspect();
+        const { handles, certifications, unreadable } = await sessions.inspect();
         if (opts.json) {
-          process.stdout.write(JSON.stringify({ handles: handles.map(({ handle, lastTurn }) => ({ ...handle, lastTurn })), certifications }) + '\n');
+          process.stdout.write(JSON.stringify({ handles: handles.map(({ handle, lastTurn }) => ({ ...handle, lastTurn })), certifications, unreadable }) + '\n');
         } else {
+          // A handle file that cannot be read is reported (on stderr), never left out in silence.
+          for (const u of unreadable) process.stderr.write(`cal: unreadable handle ${u.file}${u.name ? ` (name ${u.name})` : ''}: ${u.reason}\n`);
           for (const { handle, lastTurn } of handles) {
             process.stdout.write(
               [handle.id, handle.name ?? '-', handle.provider.provider, handle.provider.cli?.version ?? '-', handle.provider.status, lastTurn?.status ?? '-', handle.updatedAt].join('\t') + '\n',

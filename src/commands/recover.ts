@@ -1,5 +1,5 @@
 import { exitCodes, openSessions, type CalEvent, type RecoverItem } from '../index.js';
-import { eventPrinter, renderError } from './common.js';
+import { eventPrinter, parseSeconds, renderError } from './common.js';
 import { createProgress } from './progress.js';
 import { defineCommand } from './spec.js';
 
@@ -14,6 +14,7 @@ export const command = defineCommand({
   options: {
     dryRun: { help: 'say what would be done, change nothing' },
     retryLost: { help: 'send a lost turn again through continuation' },
+    timeout: { value: '<seconds>', help: 'how long to wait for each turn the CLI is still working on (default 600)' },
     events: { help: 'stream lifecycle events as NDJSON on stderr' },
     json: { help: 'print one JSON object on stdout' },
   },
@@ -26,7 +27,7 @@ export const command = defineCommand({
         printEvent?.(e);
         progress.onEvent(e);
       };
-      const { turns: items, runs } = await sessions.recover({ dryRun: opts.dryRun, retryLost: opts.retryLost, onEvent }).finally(() => progress.stop());
+      const { turns: items, runs } = await sessions.recover({ dryRun: opts.dryRun, retryLost: opts.retryLost, onEvent, ...(opts.timeout ? { timeoutSeconds: parseSeconds(opts.timeout, '--timeout') } : {}) }).finally(() => progress.stop());
       if (opts.json) process.stdout.write(JSON.stringify({ dryRun: Boolean(opts.dryRun), turns: items, runs }) + '\n');
       else {
         for (const r of runs) process.stdout.write(`run ${r.run}\t${r.status}${r.skipped ? `\t[${r.skipped}]` : ''}\n`);

@@ -139,7 +139,7 @@ class CalSessions implements Sessions {
   async inspect(ref?: HandleRef, options: InspectOptions = {}): Promise<SessionList | SessionDetail> {
     if (ref === undefined) {
       const handles = await this.agents.list();
-      return { handles, certifications: await listCertifications(this.stateDir) };
+      return { handles, certifications: await listCertifications(this.stateDir), unreadable: await this.store.unreadableHandles() };
     }
     const handleRef = refOf(ref);
     const view = await this.agents.describe(handleRef);

@@ -131,10 +131,12 @@ export interface TurnResult {
   turn: Turn;
 }
 
-/** `inspect()`: every readable handle with its last turn, and the stored certification results. */
+/** `inspect()`: every readable handle with its last turn, the stored certification results, and the handle files that cannot be read. */
 export interface SessionList {
   handles: HandleSummary[];
   certifications: CertificationSummary[];
+  /** Handle files that do not parse (left untouched), with the name they still carry. */
+  unreadable: Array<{ file: string; reason: string; name: string | null }>;
 }
 
 /** `inspect(ref)`: one handle with its panes, turns and events, and what a person needs to look at it. */

@@ -135,3 +135,25 @@ describe('one name, one handle', () => {
     }
   });
 });
+
+describe('unreadable records are reported by the commands', () => {
+  it('inspect lists a corrupt handle file (JSON and on stderr); recover takes --timeout', async () => {
+    const { runCal } = await import('../support/cal.js');
+    const root = await scratchDir('unreadable');
+    try {
+      const state = path.join(root, 'state');
+      const store = await StateStore.open(state);
+      await fs.writeFile(path.join(store.layout.handles, 'abcdef123.json'), JSON.stringify({ schemaVersion: 1, name: 'nightly', id: 'abcdef123' }), { mode: 0o600 });
+      const json = await runCal(['--state-dir', state, 'inspect', '--json']);
+      expect(json.code).toBe(0);
+      expect(json.json.unreadable).toEqual([expect.objectContaining({ name: 'nightly', file: expect.stringContaining('abcdef123.json') })]);
+      const plain = await runCal(['--state-dir', state, 'inspect']);
+      expect(plain.stderr).toMatch(/unreadable handle .*abcdef123\.json \(name nightly\)/);
+      const rec = await runCal(['--state-dir', state, 'recover', '--timeout', '5', '--json']);
+      expect(rec.code, rec.stderr).toBe(0);
+      expect(rec.json.turns).toEqual([]);
+    } finally {
+      await removeScratch(root);
+    }
+  });
+});
