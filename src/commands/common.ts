@@ -103,6 +103,22 @@ export async function renderTurnCall(call: () => Promise<TurnResult>, live: Live
   }
 }
 
+/**
+ * Ctrl-C during a turn: the first one cancels it as the library's AbortSignal does (the CLI is
+ * interrupted the way a person at its pane would, the turn settled, the handle's lock released);
+ * a second one ends cal at once (the turn is then left for `cal recover`).
+ */
+export function cancelOnInterrupt(): AbortSignal {
+  const controller = new AbortController();
+  const onInterrupt = () => {
+    if (controller.signal.aborted) process.exit(130);
+    process.stderr.write('cal: cancelling the turn (Ctrl-C again to quit at once)\n');
+    controller.abort();
+  };
+  process.on('SIGINT', onInterrupt);
+  return controller.signal;
+}
+
 /** Prints an error (one line, or the JSON object) and returns its exit code. */
 export function renderError(err: unknown, opts: OutputOptions): number {
   const e = toCalError(err);

@@ -1,6 +1,6 @@
 import { openSessions } from '../index.js';
 import { parseHandleRef } from '../state/store.js';
-import { checkSystemPromptFlags, parseSeconds, parseWait, readMessage, renderError, renderTurnCall, systemPromptOf } from './common.js';
+import { checkSystemPromptFlags, parseSeconds, cancelOnInterrupt, parseWait, readMessage, renderError, renderTurnCall, systemPromptOf } from './common.js';
 import { liveOutput } from './progress.js';
 import { defineCommand } from './spec.js';
 
@@ -42,6 +42,7 @@ export const command = defineCommand({
             timeoutSeconds: opts.timeout ? parseSeconds(opts.timeout, '--timeout') : undefined,
             onEvent: live.onEvent,
             onProgress: live.onProgress,
+            signal: cancelOnInterrupt(),
           }),
         live,
         opts,

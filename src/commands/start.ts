@@ -1,5 +1,5 @@
 import { openSessions, providerNames } from '../index.js';
-import { checkSystemPromptFlags, parseSeconds, readMessage, renderError, renderTurnCall, systemPromptOf } from './common.js';
+import { checkSystemPromptFlags, parseSeconds, cancelOnInterrupt, readMessage, renderError, renderTurnCall, systemPromptOf } from './common.js';
 import { liveOutput } from './progress.js';
 import { defineCommand } from './spec.js';
 
@@ -43,6 +43,7 @@ export const command = defineCommand({
             timeoutSeconds: opts.timeout ? parseSeconds(opts.timeout, '--timeout') : undefined,
             onEvent: live.onEvent,
             onProgress: live.onProgress,
+            signal: cancelOnInterrupt(),
           }),
         live,
         opts,
