@@ -29,7 +29,8 @@ export async function runStructuredTurn(
     env: opts.env,
     config,
     mode,
-    sessionId: handle.nativeSessionId,
+    // fresh: the id chosen up front (a CLI that lets cal choose it uses it), resume: the native one.
+    sessionId: mode === 'resume' ? handle.nativeSessionId : handle.pendingSessionId,
     message,
     timeoutMs: opts.timeoutMs,
     onProgress: opts.hooks.onProgress,
