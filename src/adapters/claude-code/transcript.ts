@@ -6,9 +6,9 @@ import { TranscriptTurnObserver } from '../turn-observer.js';
  * Claude Code's session transcript (`~/.claude/projects/<slug>/<id>.jsonl`), measured on 2.1.328.
  * Only the fields cal relies on are parsed; everything else is passed over.
  */
-const TextBlock = z.object({ type: z.literal('text'), text: z.string() });
-const ToolUseBlock = z.object({ type: z.literal('tool_use'), id: z.string(), name: z.string(), input: z.unknown() });
-const ToolResultBlock = z.object({
+export const TextBlock = z.object({ type: z.literal('text'), text: z.string() });
+export const ToolUseBlock = z.object({ type: z.literal('tool_use'), id: z.string(), name: z.string(), input: z.unknown() });
+export const ToolResultBlock = z.object({
   type: z.literal('tool_result'),
   tool_use_id: z.string(),
   content: z.union([z.string(), z.array(z.object({ type: z.string(), text: z.string().optional() }).passthrough())]).optional(),
@@ -86,7 +86,7 @@ export function normaliseForMatch(text: string): string {
   return text.replace(/\r\n?/g, '\n').replace(/\t/g, '    ').trim();
 }
 
-function toolFromUse(block: z.infer<typeof ToolUseBlock>): ToolActivity {
+export function toolFromUse(block: z.infer<typeof ToolUseBlock>): ToolActivity {
   const mcp = /^mcp__(.+?)__(.+)$/.exec(block.name);
   if (mcp) return { kind: 'mcp', server: mcp[1], name: mcp[2] ?? block.name, input: block.input };
   if (block.name === 'Bash') {
@@ -96,7 +96,7 @@ function toolFromUse(block: z.infer<typeof ToolUseBlock>): ToolActivity {
   return { kind: 'tool', name: block.name, input: block.input };
 }
 
-function resultText(block: z.infer<typeof ToolResultBlock>): string {
+export function resultText(block: z.infer<typeof ToolResultBlock>): string {
   if (typeof block.content === 'string') return block.content;
   return (block.content ?? []).map((c) => c.text ?? '').join('');
 }
