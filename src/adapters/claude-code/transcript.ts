@@ -39,15 +39,23 @@ const SystemRecord = z.object({ type: z.literal('system'), subtype: z.string().o
 const KnownOther = z.object({
   type: z.enum([
     'mode', 'permission-mode', 'atis-latch', 'file-history-snapshot', 'attachment', 'api-request-shape',
-    'api-request-blob', 'api-request', 'tools-used', 'last-prompt', 'queue-operation', 'cost-state', 'summary',
+    'api-request-blob', 'api-request', 'tools-used', 'last-prompt', 'queue-operation', 'summary',
     'custom-title', 'agent-name', 'tag', 'pr-link',
   ]),
 });
+
+/**
+ * The session's running cost, written as a process leaves the session (measured on 2.1.328: last
+ * record of every `claude -p` run, and of a TUI that exits; a resumed TUI writes one before its
+ * first prompt too). Print mode writes no `turn_duration`: after our message this is its end.
+ */
+const CostStateRecord = z.object({ type: z.literal('cost-state') });
 
 export type ClaudeRecord =
   | { kind: 'user'; record: z.infer<typeof UserRecord> }
   | { kind: 'assistant'; record: z.infer<typeof AssistantRecord> }
   | { kind: 'system'; record: z.infer<typeof SystemRecord> }
+  | { kind: 'processEnd' }
   | { kind: 'other' }
   | { kind: 'unknown' };
 
@@ -60,6 +68,7 @@ export function classifyRecord(value: unknown): ClaudeRecord {
   if (assistant.success) return { kind: 'assistant', record: assistant.data };
   const system = SystemRecord.safeParse(value);
   if (system.success) return { kind: 'system', record: system.data };
+  if (CostStateRecord.safeParse(value).success) return { kind: 'processEnd' };
   if (KnownOther.safeParse(value).success) return { kind: 'other' };
   return { kind: 'unknown' };
 }
@@ -105,9 +114,13 @@ export function resultText(block: z.infer<typeof ToolResultBlock>): string {
  * Follows one turn: the first human user record containing our message, then the first end
  * marker after it (design §5): `system/turn_duration` → completed, an API-error assistant →
  * failed, an interrupt record → interrupted, a newer human prompt → the old turn was lost.
+ * Print mode (`claude -p`, the structured transport) writes no `turn_duration`; its process
+ * ends the turn with `cost-state`: completed when the last reply ended the turn (`end_turn`),
+ * lost when the process left in the middle of it (after a tool call).
  */
 export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord> {
   private readonly toolIndex = new Map<string, ToolActivity>();
+  private lastStop: string | null = null;
 
   protected classify(value: unknown): KnownClaudeRecord | null {
     const rec = classifyRecord(value);
@@ -137,6 +150,12 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
       case 'system':
         if (rec.record.subtype === 'turn_duration') this.end('completed', this.lastAnswer, null);
         return;
+      case 'processEnd':
+        // Before any reply it is a resumed TUI's start-up record, not an end.
+        if (this.lastStop === null) return;
+        if (this.lastStop === 'end_turn') this.end('completed', this.lastAnswer, null);
+        else this.end('lost', null, 'the CLI process left the session before the turn ended');
+        return;
       default:
         return;
     }
@@ -161,6 +180,7 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
     }
     // One response with several blocks arrives as several records with the same message id.
     if (text) this.lastAnswer = text;
+    this.lastStop = record.message.stop_reason ?? null;
   }
 
   private onUser(record: z.infer<typeof UserRecord>): void {
