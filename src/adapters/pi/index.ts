@@ -6,7 +6,7 @@ import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
 import { findExecutable, readVersion } from '../resolve.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
 import { scriptedPiEnv } from './home.js';
-import { sessionFileFor, sessionFlags } from './launch.js';
+import { chosenFile, sessionFileFor, sessionFlags } from './launch.js';
 import { piStructured } from './structured.js';
 import { classifyRecord, normaliseForMatch, PiTurnObserver, SessionHeader } from './session.js';
 
@@ -61,8 +61,11 @@ export const piAdapter: CliAdapter = {
 
   async bindTranscript(req: BindRequest): Promise<TranscriptBinding | null> {
     // Pi writes the file only once the first reply (or error) exists, with the user message in it.
-    if (!req.sessionId || !path.isAbsolute(req.sessionId)) return null;
-    const read = await readJsonlFrom(req.sessionId, 0);
+    // The id is the file a pane launch chose, or (structured) the pending id the file is named after.
+    if (!req.sessionId) return null;
+    const file = path.isAbsolute(req.sessionId) ? req.sessionId : chosenFile(req.env, req.config.cwd, req.sessionId);
+    if (!file) return null;
+    const read = await readJsonlFrom(file, 0);
     if (read.missing) return null;
     const needle = normaliseForMatch(req.message);
     const recorded = read.records.some((r) => {
@@ -72,7 +75,7 @@ export const piAdapter: CliAdapter = {
     if (!recorded) return null;
     const header = read.records.map((r) => SessionHeader.safeParse(r.value)).find((h) => h.success);
     if (!header?.success) return null;
-    return { path: req.sessionId, sessionId: header.data.id };
+    return { path: file, sessionId: header.data.id };
   },
 
   observeTurn(message: string, notBefore?: Date) {
