@@ -71,6 +71,24 @@ describe('Claude Code turn observer (recorded 2.1.328 transcripts)', () => {
     expect(o.observation).toMatchObject({ phase: 'ended', status: 'lost' });
   });
 
+  it('a print-mode turn (claude -p writes no turn_duration) ends with the process\'s cost-state', () => {
+    const o = observe('print-mode-with-hooks', 'hello from print mode codeword PEAR');
+    expect(o.observation).toMatchObject({ phase: 'ended', status: 'completed' });
+    expect(o.observation.phase === 'ended' && o.observation.answer).toMatch(/^MOCK#16 got \[hello from print mode codeword PEAR\]/);
+  });
+
+  it('cost-state after a tool call is a process that left mid-turn (lost); before any reply it is no end', () => {
+    const user = { type: 'user', promptId: 'p1', message: { role: 'user', content: 'run it' } };
+    const toolUse = { type: 'assistant', message: { id: 'm1', content: [{ type: 'tool_use', id: 't1', name: 'Bash', input: { command: 'sleep 9' } }], stop_reason: 'tool_use' } };
+    const left = new ClaudeTurnObserver('run it');
+    for (const r of [user, toolUse, { type: 'cost-state' }]) left.feed(r);
+    expect(left.observation).toMatchObject({ phase: 'ended', status: 'lost', answer: null });
+    // A resumed TUI writes cost-state as it starts: a turn with no reply yet goes on.
+    const starting = new ClaudeTurnObserver('run it');
+    for (const r of [user, { type: 'cost-state' }]) starting.feed(r);
+    expect(starting.observation.phase).toBe('running');
+  });
+
   it('unknown record kinds are skipped and counted', () => {
     const o = new ClaudeTurnObserver('x');
     o.feed({ type: 'brand-new-kind' });
