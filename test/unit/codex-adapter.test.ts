@@ -9,6 +9,7 @@ import { codexAdapter, LAUNCH_TAG_ENV } from '../../src/adapters/codex/index.js'
 import { dayFolders, fileKey, findRolloutsForFirstMessage, pickRollout } from '../../src/adapters/codex/sessions.js';
 import type { SessionConfig } from '../../src/adapters/types.js';
 import { cliBin, pinnedCli, repoRoot } from '../support/clis.js';
+import { fixtureRecords } from '../support/fixtures.js';
 
 const config = (cwd: string, extra: Partial<SessionConfig> = {}): SessionConfig => ({ cwd, model: null, systemPrompt: null, mcpConfigPath: null, toolPolicy: 'default', ...extra });
 
@@ -102,8 +103,7 @@ describe('Codex rollout binding', () => {
     const day = path.join(home, 'sessions', '2026', '11', '30');
     await fs.mkdir(day, { recursive: true });
     // The recorded rollout, moved into this test's working directory.
-    const text = await fs.readFile(path.join(repoRoot, 'fixtures', 'codex-0.169.0-tui-kill-resume.rollout.jsonl'), 'utf8');
-    const lines = text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const lines = fixtureRecords('codex', 'tui-kill-resume.rollout');
     (lines[0] as any).payload.cwd = work;
     await fs.writeFile(path.join(day, 'rollout-2026-11-30T03-11-58-01a22a70-163f-7e60-9c36-4b7c93bb0aa4.jsonl'), lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
     // A rollout from another folder with the same first message is not ours.
