@@ -19,6 +19,8 @@ export const exitCodes = {
   timeout: 14,
   /** `cal certify`: at least one certification failed (the CLI version does not keep the contract). */
   certification_failed: 15,
+  /** The CLI release is older than the oldest the adapter has proven (design §10). */
+  cli_unsupported: 16,
 } as const;
 
 export type ErrorKind = keyof typeof exitCodes;

@@ -5,6 +5,7 @@ import { CalError } from '../../errors.js';
 import type { PinnedCli } from '../../handles/schema.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
 import { findExecutable, readVersion } from '../resolve.js';
+import { pinSupported, type SupportedVersions } from '../versions.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
 import { fileURLToPath } from 'node:url';
 import { chooseSessionFile, findSessionFile, scriptedPiEnv, sessionFolders } from './home.js';
@@ -23,6 +24,12 @@ import { classifyRecord, normaliseForMatch, PiTurnObserver, SessionHeader } from
  * the only thing on disk that cal decides is the session file's name, in the folder Pi itself uses
  * for the working directory (so Pi's own `/resume` lists it).
  */
+/**
+ * Only the pinned release has been proven (docs/certify.md, "Version matrix"): it is both the
+ * floor and the newest certified until older and newer releases are measured.
+ */
+export const piVersions: SupportedVersions = { floor: '0.73.1', certified: '0.73.1' };
+
 /** The bridge extension, next to this file in the build. */
 const MCP_EXTENSION = fileURLToPath(new URL('./mcp-extension.js', import.meta.url));
 
@@ -39,10 +46,11 @@ export const piAdapter: CliAdapter = {
     needsStableWorkingDir: false,
   },
   envNames: ['HOME', 'PI_CODING_AGENT_DIR', 'PI_CODING_AGENT_SESSION_DIR', 'PI_OFFLINE'],
+  versions: piVersions,
 
   async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
     const found = findExecutable('pi', cliPath, env);
-    return { ...found, version: await readVersion(found.realPath, { ...env, PI_OFFLINE: '1' }) };
+    return pinSupported('Pi', { ...found, version: await readVersion(found.realPath, { ...env, PI_OFFLINE: '1' }) }, piVersions);
   },
 
   async prepare(_env: Record<string, string>, config: SessionConfig): Promise<void> {
