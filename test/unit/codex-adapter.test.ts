@@ -20,7 +20,7 @@ describe('Codex pinned binary', () => {
     expect(native).toMatch(/vendor\/[^/]+\/bin\/codex$/);
     expect(nativeCodexBinary({ path: native, realPath: native })).toBe(native);
     const pinned = await codexAdapter.resolveCli(undefined, { PATH: `${path.dirname(cliBin('codex'))}:/usr/bin:/bin` });
-    expect(pinned).toEqual({ path: cliBin('codex'), realPath: native, version: pinnedCli.codex.version });
+    expect(pinned).toEqual({ path: cliBin('codex'), realPath: native, version: pinnedCli.codex.version, support: 'certified', newestCertified: codexAdapter.versions.certified });
   });
 
   it('gives the native binary the environment the wrapper would', () => {
