@@ -1,5 +1,6 @@
 import type { PinnedCli, ProviderName } from '../handles/schema.js';
 import type { ToolActivity } from '../handles/tool-activity.js';
+import type { SupportedVersions } from './versions.js';
 
 /**
  * The one interface every coding-agent CLI adapter implements. An adapter knows launch and
@@ -38,7 +39,11 @@ export interface LaunchRequest {
   sessionId: string | null;
   /** Delivered by the launch itself when the adapter can (argv), else pasted afterwards. */
   message: string;
-  /** A private 0700 folder cal owns for this session, for per-session files (hook settings). */
+  /**
+   * A private (0700) directory cal owns for this handle, the same on every launch of it, where
+   * the adapter may keep per-session files (hook settings, a signal file). Unset: the adapter
+   * launches without them.
+   */
   sessionDir?: string;
 }
 
@@ -51,8 +56,9 @@ export interface LaunchPlan {
   /** The native id the CLI will use, when known before it writes anything. */
   sessionId: string | null;
   /**
-   * A JSONL file the CLI's hooks append to (a second end-of-turn signal beside the transcript);
-   * the engine tails it and keeps it on the handle for resumes and recover.
+   * A JSONL file the CLI's own hooks append to (one payload a line), beside the transcript: the
+   * engine tails it and hands each record to `TurnObserver.feedSignal`, and keeps the path on the
+   * handle so a resume or recover finds it. Null or unset: this launch has no second signal.
    */
   signalFile?: string | null;
 }
@@ -87,8 +93,17 @@ export type TurnObservation =
 export interface TurnObserver {
   /** Feed transcript records in file order. */
   feed(record: unknown): void;
-  /** Feed a record of the session's signal file (LaunchPlan.signalFile), when the adapter has one. */
+  /**
+   * Feed records of the launch's signal file (`LaunchPlan.signalFile`) in file order, whenever
+   * they are read: before, between or after transcript records. The observer decides which are
+   * this turn's; a signal alone never supplies an answer the transcript can still give.
+   */
   feedSignal?(record: unknown): void;
+  /**
+   * What the transcript (and signals) say so far. It can change with no new record: an end that
+   * waits a bounded time for the transcript to catch up is settled when it is read, so read it
+   * on every poll.
+   */
   readonly observation: TurnObservation;
   readonly tools: ToolActivity[];
   /** Text streamed so far in this turn (for --stream); empty when none. */
@@ -127,7 +142,12 @@ export interface CliAdapter {
   readonly capabilities: Capabilities;
   /** Environment variables the CLI needs by name (never their values), for the handle. */
   readonly envNames: readonly string[];
-  /** The real executable (a native binary behind any wrapper) and its version. */
+  /** The releases this adapter runs: the oldest proven and the newest certified (design §10); unset for an adapter that has not measured its floor yet. */
+  readonly versions?: SupportedVersions;
+  /**
+   * The real executable (a native binary behind any wrapper) and its version, placed against
+   * `versions`: a release below the floor is `cli_unsupported`, thrown before anything runs.
+   */
   resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli>;
   /** Pre-answer startup dialogs for this working directory (trust, onboarding, …). */
   prepare(env: Record<string, string>, config: SessionConfig): Promise<void>;

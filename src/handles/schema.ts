@@ -53,6 +53,14 @@ export const PinnedCli = z.object({
   version: z.string(),
   /** The real path's identity when its version was read; absent in handles from before it was kept. */
   identity: FileIdentity.optional(),
+  /**
+   * Where the version stood against the adapter when it was pinned (design §10): `certified`
+   * from the adapter's floor up to the newest release it has certified, `newer_than_certified`
+   * above that (it runs, uncertified). Absent on handles written before cal recorded it.
+   */
+  support: z.enum(['certified', 'newer_than_certified']).optional(),
+  /** The newest release the adapter had certified when this version was pinned. */
+  newestCertified: z.string().optional(),
 });
 export type PinnedCli = z.infer<typeof PinnedCli>;
 

@@ -22,7 +22,14 @@ describe('Codex pinned binary', () => {
     expect(nativeCodexBinary({ path: native, realPath: native })).toBe(native);
     const pinned = await codexAdapter.resolveCli(undefined, { PATH: `${path.dirname(cliBin('codex'))}:/usr/bin:/bin` });
     const st = statSync(native);
-    expect(pinned).toEqual({ path: cliBin('codex'), realPath: native, version: pinnedCli.codex.version, identity: { size: st.size, mtimeMs: st.mtimeMs, dev: st.dev, ino: st.ino } });
+    expect(pinned).toEqual({
+      path: cliBin('codex'),
+      realPath: native,
+      version: pinnedCli.codex.version,
+      identity: { size: st.size, mtimeMs: st.mtimeMs, dev: st.dev, ino: st.ino },
+      support: 'certified',
+      newestCertified: codexAdapter.versions.certified,
+    });
   });
 
   it('gives the native binary the environment the wrapper would', () => {

@@ -3,6 +3,7 @@ import { CalError } from '../../errors.js';
 import type { PinnedCli } from '../../handles/schema.js';
 import { findExecutable, pinCli } from '../resolve.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
+import { compareVersions, pinSupported, type SupportedVersions } from '../versions.js';
 import { codexEnv, nativeCodexBinary, wrapperEnv } from './binary.js';
 import { commonOverrides } from './config.js';
 import { runExecTurn } from './exec.js';
@@ -28,6 +29,24 @@ import { codexHome, findRolloutsForFirstMessage, pickRollout, scanLaunches } fro
  */
 export const LAUNCH_TAG_ENV = 'CAL_CODEX_LAUNCH';
 
+/**
+ * Measured with the real binaries (docs/certify.md, "Version matrix"): the oldest release whose
+ * rollout and TUI pass start → paste → kill-tmux → native resume → recall, and the newest
+ * certified.
+ */
+export const codexVersions: SupportedVersions = { floor: '0.40.0', certified: '0.171.0' };
+
+/**
+ * The first release with `--no-daemon` (0.156.0; the shared daemon starts by default from
+ * 0.157.0). Older releases have no daemon and refuse the flag ("unexpected argument").
+ */
+export const NO_DAEMON_SINCE = '0.156.0';
+
+/** The TUI's argv head for a pinned release: the native binary, and `--no-daemon` where it exists. */
+export function tuiHead(cli: { realPath: string; version: string }): string[] {
+  return compareVersions(cli.version, NO_DAEMON_SINCE) >= 0 ? [cli.realPath, '--no-daemon'] : [cli.realPath];
+}
+
 export const codexAdapter: CliAdapter = {
   name: 'codex',
   executable: 'codex',
@@ -40,11 +59,12 @@ export const codexAdapter: CliAdapter = {
     needsStableWorkingDir: false,
   },
   envNames: ['HOME', 'CODEX_HOME', 'OPENAI_API_KEY', 'CODEX_API_KEY'],
+  versions: codexVersions,
 
   async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
     const found = findExecutable('codex', cliPath, env);
     const native = nativeCodexBinary(found);
-    return pinCli({ path: found.path, realPath: native }, { ...env, ...wrapperEnv(native) });
+    return pinSupported('Codex', await pinCli({ path: found.path, realPath: native }, { ...env, ...wrapperEnv(native) }), codexVersions);
   },
 
   async prepare(env: Record<string, string>, _config: SessionConfig): Promise<void> {
@@ -55,7 +75,7 @@ export const codexAdapter: CliAdapter = {
   },
 
   launch(req: LaunchRequest): LaunchPlan {
-    const argv = [req.cli.realPath, '--no-daemon', ...commonOverrides(req.config), '-c', 'tui.resume_cwd="session"'];
+    const argv = [...tuiHead(req.cli), ...commonOverrides(req.config), '-c', 'tui.resume_cwd="session"'];
     if (req.mode === 'resume') {
       if (!req.sessionId) throw new CalError('internal', 'codex resume without a session id');
       argv.push('resume', req.sessionId);

@@ -4,6 +4,7 @@ import { CalError } from '../../errors.js';
 import type { PinnedCli } from '../../handles/schema.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
 import { findExecutable, pinCli } from '../resolve.js';
+import { pinSupported, type SupportedVersions } from '../versions.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
 import { scriptedPiEnv } from './home.js';
 import { chosenFile, sessionFileFor, sessionFlags } from './launch.js';
@@ -22,6 +23,12 @@ import { classifyRecord, normaliseForMatch, PiTurnObserver, SessionHeader } from
  * the only thing on disk that cal decides is the session file's name, in the folder Pi itself uses
  * for the working directory (so Pi's own `/resume` lists it).
  */
+/**
+ * Only the pinned release has been proven (docs/certify.md, "Version matrix"): it is both the
+ * floor and the newest certified until older and newer releases are measured.
+ */
+export const piVersions: SupportedVersions = { floor: '0.73.1', certified: '0.73.1' };
+
 export const piAdapter: CliAdapter = {
   name: 'pi',
   executable: 'pi',
@@ -35,10 +42,11 @@ export const piAdapter: CliAdapter = {
     needsStableWorkingDir: false,
   },
   envNames: ['HOME', 'PI_CODING_AGENT_DIR', 'PI_CODING_AGENT_SESSION_DIR', 'PI_OFFLINE'],
+  versions: piVersions,
 
   async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
     const found = findExecutable('pi', cliPath, env);
-    return pinCli(found, { ...env, PI_OFFLINE: '1' });
+    return pinSupported('Pi', await pinCli(found, { ...env, PI_OFFLINE: '1' }), piVersions);
   },
 
   async prepare(_env: Record<string, string>, config: SessionConfig): Promise<void> {
