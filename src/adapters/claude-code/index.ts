@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { PinnedCli } from '../../handles/schema.js';
 import { findExecutable, pinCli } from '../resolve.js';
+import { pinSupported, type SupportedVersions } from '../versions.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
 import { createManagedHome, preAnswerDialogs } from './home.js';
 import { claudeEnv, launchEnv, sessionFlags, transcriptCandidates } from './launch.js';
@@ -10,6 +11,13 @@ import { ClaudeTurnObserver, classifyRecord, normaliseForMatch, userText } from 
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
 
 export { projectSlug } from './launch.js';
+
+/**
+ * Only the pinned release is proven end to end so far (docs/certify.md, "Version matrix"):
+ * 2.1.29 and 2.0.76 write no turn_duration for short turns and sat until --timeout, so a release
+ * below the floor is refused at once (cli_unsupported) rather than left to hang.
+ */
+export const claudeCodeVersions: SupportedVersions = { floor: '2.1.328', certified: '2.1.328' };
 
 export const claudeCodeAdapter: CliAdapter = {
   name: 'claude-code',
@@ -23,9 +31,11 @@ export const claudeCodeAdapter: CliAdapter = {
   },
   envNames: ['HOME', 'ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN'],
 
+  versions: claudeCodeVersions,
+
   async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
     const found = findExecutable('claude', cliPath, env);
-    return pinCli(found, { ...env, ...claudeEnv });
+    return pinSupported('Claude Code', await pinCli(found, { ...env, ...claudeEnv }), claudeCodeVersions);
   },
 
   async prepare(env: Record<string, string>, config: SessionConfig): Promise<void> {
