@@ -321,9 +321,11 @@ describe('Codex with --transport structured, end to end', () => {
     expect(eventsOf(run)).toEqual(['resuming', 'running', 'completed']);
   });
 
-  it('kill-tmux has no pane to kill; continue still resumes with only the new message on the same rollout', async () => {
+  it('kill-tmux has no pane to kill (non_applicable, as for an API session); continue still resumes with only the new message on the same rollout', async () => {
     const before = await inspect();
-    expect((await cal(['kill-tmux', handle])).code).toBe(0);
+    const kill = await cal(['kill-tmux', handle, '--json']);
+    expect(kill.code).toBe(8);
+    expect(kill.json.error.kind).toBe('non_applicable');
     server.clearLog();
     const run = await cal(['continue', handle, '--json', ...TIMEOUT, 'What was the codeword, again?']);
     expect(run.code).toBe(0);
