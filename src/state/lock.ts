@@ -4,7 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { CalError } from '../errors.js';
-import { ensurePrivateDir, readJsonFile } from './fs.js';
+import { ensurePrivateDir, readJsonFile, stateWriteError } from './fs.js';
 
 /**
  * Cross-process lock owned by a live process. proper-lockfile only reclaims a lock after a
@@ -98,7 +98,10 @@ export class LockDirectory {
     // hrtime-based ticket names sort in arrival order within one machine.
     const ticket = `${process.hrtime.bigint().toString().padStart(24, '0')}-${me.pid}-${me.token}`;
     const ticketPath = path.join(queue, ticket);
-    await fs.writeFile(ticketPath, JSON.stringify(me), { mode: 0o600, flag: 'wx' });
+    await fs.writeFile(ticketPath, JSON.stringify(me), { mode: 0o600, flag: 'wx' }).catch(async (err: unknown) => {
+      await fs.rm(ticketPath, { force: true });
+      throw stateWriteError(err, ticketPath);
+    });
     const deadline = opts.waitSeconds === Infinity ? Infinity : Date.now() + (opts.waitSeconds ?? 0) * 1000;
     let announced = false;
     try {
@@ -143,12 +146,16 @@ export class LockDirectory {
         try {
           await fh.writeFile(JSON.stringify(me));
           await fh.sync();
-        } finally {
+        } catch (err) {
+          // A full disk: the empty lock file is not left behind, and the error is the state dir's.
           await fh.close();
+          await fs.rm(file, { force: true });
+          throw stateWriteError(err, file);
         }
+        await fh.close();
         return true;
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw stateWriteError(err, file);
       }
       const current = await readJsonFile(file, LockOwner);
       if (current.ok && isProcessAlive(current.value.pid, current.value.startTime)) return false;
