@@ -110,6 +110,12 @@ export interface TurnObserver {
   readonly partialAnswer: string;
   /** Records that matched no known shape (counted, never fatal). */
   readonly unknownRecords: number;
+  /**
+   * True while the running turn's last record is a request the model has not answered yet (the
+   * prompt, or a tool result sent back), false while tools run or wait for a confirmation. Read
+   * only for `CliAdapter.stallKeys`; an observer that does not know leaves it unset.
+   */
+  readonly awaitingModel?: boolean;
 }
 
 /** What a turn shows while it runs (for --stream and the spinner). */
@@ -133,6 +139,11 @@ export interface StructuredRunRequest extends LaunchRequest {
 
 export interface StructuredTransport {
   run(req: StructuredRunRequest): Promise<StructuredTurnResult>;
+}
+
+export interface StallKeys {
+  afterMs: number;
+  keys: string[];
 }
 
 export interface CliAdapter {
@@ -178,6 +189,14 @@ export interface CliAdapter {
    * the timeout. Launches get a longer bound (the TUI starts first).
    */
   readonly promptRecordedWithinMs?: number;
+  /**
+   * Keys for a TUI that holds a request the model keeps failing in a dialog and records nothing
+   * until it is answered (Gemini CLI): while the observer says the turn awaits the model and no
+   * record came for `afterMs`, the engine presses `keys` in the pane, then counts again. The keys
+   * must answer that dialog so the CLI records its error, and do nothing while a reply is merely
+   * slow. Unset: the engine never presses anything on its own.
+   */
+  readonly stallKeys?: StallKeys;
   structured?: StructuredTransport;
   /**
    * The environment that points this CLI at cal's scripted model, in a throwaway HOME (or CLI

@@ -107,9 +107,12 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
   let lastPaneCheck = 0;
   let cancelledAt: number | null = null;
   let fedRecords = 0;
+  // When the CLI last wrote a record (or cal last pressed the adapter's stall keys).
+  let lastRecordAt = Date.now();
 
   const onRecord = async () => {
     fedRecords++;
+    lastRecordAt = Date.now();
     if (!recorded && observer.observation.phase !== 'waiting') {
       recorded = true;
       await hooks.onRecorded(observerKey(observer));
@@ -202,6 +205,13 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
         resubmits++;
         await tmux.sendKeys(location.paneId, ['Enter']);
       }
+    }
+    const stall = adapter.stallKeys;
+    if (stall && recorded && cancelledAt === null && observer.awaitingModel === true && Date.now() - lastRecordAt >= stall.afterMs) {
+      // The CLI holds a request with nothing recorded for too long (a dialog over a failing
+      // model, for Gemini): the adapter's keys make it record the outcome, or do nothing.
+      lastRecordAt = Date.now();
+      await tmux.sendKeys(location.paneId, stall.keys);
     }
     if (req.signal?.aborted && cancelledAt === null) {
       // Cancelled as Ctrl-C would: interrupt the CLI the way a person at the pane does, and let

@@ -239,6 +239,29 @@ describe('§5 turn endings (fake tmux, fake CLI)', () => {
     expect(((await runProviderTurn(slow.request(providerHandle(), 'hello', { timeoutMs: 1500 })).catch((e: CalError) => e)) as CalError).kind).toBe('timeout');
   });
 
+  it('a request the CLI holds with nothing recorded: the adapter’s stall keys make it record its error', async () => {
+    // Gemini CLI shows a dialog over a model that keeps failing and records nothing until it is
+    // answered; the keys it declares answer it, and the CLI's own error record settles the turn.
+    const w = fakeWorld({ stallKeys: { afterMs: 200, keys: ['Down', 'Enter'] } });
+    w.cli.behaviour = (m) => [{ t: 'user', text: m, key: 'k' }];
+    w.cli.onKeys = (keys) => (keys.join(' ') === 'Down Enter' ? [{ t: 'error', text: '[API Error: 500]' }] : []);
+    const { outcome } = await runProviderTurn(w.request(providerHandle(), 'fail please'));
+    expect(outcome).toMatchObject({ status: 'failed', answer: null, error: '[API Error: 500]' });
+    expect(w.tmux.panes[0]?.keys).toEqual([['Down', 'Enter']]);
+  });
+
+  it('stall keys are never pressed while tools run (the model answered), nor by an adapter that declares none', async () => {
+    const tools = fakeWorld({ stallKeys: { afterMs: 100, keys: ['Down', 'Enter'] } });
+    tools.cli.behaviour = (m) => [{ t: 'user', text: m, key: 'k' }, { t: 'answer', text: 'running a tool' }];
+    expect(await kindOf(runProviderTurn(tools.request(providerHandle(), 'tool turn', { timeoutMs: 800 })))).toBe('timeout');
+    expect(tools.tmux.panes[0]?.keys).toEqual([]);
+
+    const none = fakeWorld();
+    none.cli.behaviour = (m) => [{ t: 'user', text: m, key: 'k' }];
+    expect(await kindOf(runProviderTurn(none.request(providerHandle(), 'slow model', { timeoutMs: 800 })))).toBe('timeout');
+    expect(none.tmux.panes[0]?.keys).toEqual([]);
+  });
+
   it('timeout: a turn with no end leaves the stored offset where it began', async () => {
     const w = fakeWorld();
     w.cli.behaviour = (m) => [{ t: 'user', text: m, key: 'k' }];
