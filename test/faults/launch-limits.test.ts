@@ -34,7 +34,7 @@ describe('launch limits', () => {
     const state = path.join(root, 'state');
     const start = await runCal(['--state-dir', state, 'start', '--provider', 'codex', '--transport', 'structured', '--cwd', work, '--cli-path', cliBin('codex'), '--timeout', '120', '--json', '-'], { env, input: `Remember the codeword BASALT.${pad(200)}` });
     expect(start.code, start.stdout + start.stderr).toBe(0);
-    const handle = start.json.handle.id as string;
+    const handle = (typeof start.json.handle === 'string' ? start.json.handle : start.json.handle.id) as string;
     const next = await runCal(['--state-dir', state, 'continue', handle, '--timeout', '120', '--json', '-'], { env, input: `What was the codeword?${pad(200)}` });
     expect(next.code, next.stdout).toBe(0);
     expect(next.json.turn.answer).toBe('The codeword was BASALT.');
