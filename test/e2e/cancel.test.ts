@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handleFromStderr } from '../support/cal.js';
-import { claudeSuite, type ClaudeSuite } from '../support/claude-suite.js';
+import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 import { calBin } from '../support/clis.js';
 
 /**
@@ -10,16 +10,16 @@ import { calBin } from '../support/clis.js';
  * the turn is settled from its record, the handle's lock is released, the session goes on.
  */
 describe('cancelling a running turn', () => {
-  let s: ClaudeSuite;
+  let s: CliSuite;
   let handle: string;
 
   beforeAll(async () => {
-    s = await claudeSuite('cancel');
+    s = await cliSuite('claude-code', { prefix: 'cancel' });
     const run = await s.cal(['start', '--provider', 'claude-code', '--cwd', s.work, '--timeout', '90', 'Remember the codeword LOTUS.']);
     expect(run.code, run.stderr).toBe(0);
     handle = handleFromStderr(run.stderr) as string;
   });
-  afterAll(async () => s.close({ removeScratch: true }));
+  afterAll(async () => s.close());
 
   it('SIGINT settles the turn as interrupted (exit 11), releases the handle, and the session recalls after', async () => {
     const child = spawn(process.execPath, [calBin, '--state-dir', s.state, 'continue', handle, '--json', 'A long one [[cal:chunks=20]][[cal:chunk-delay=1000]][[cal:reply=slow answer here]]'], { env: s.env, stdio: ['ignore', 'pipe', 'pipe'] });

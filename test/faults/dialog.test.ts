@@ -3,10 +3,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startModelServer, type ModelServer } from '../../src/model/server.js';
 import { baseEnv, killStateTmux, runCal, scratchDir } from '../support/cal.js';
-import { makeWorkDir } from '../support/claude-home.js';
 import { cliBin } from '../support/clis.js';
 import { recordFault } from '../support/fault-matrix.js';
-import { removeScratch } from '../support/scratch.js';
+import { makeWorkDir, removeScratch } from '../support/scratch.js';
 
 /**
  * Issue 20, item 3, with the real Claude Code: in a HOME cal does not manage, a fresh Claude

@@ -3,9 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startModelServer, type ModelServer } from '../../src/model/server.js';
 import { AgentSessions } from '../../src/sessions/agent-sessions.js';
 import { baseEnv, killStateTmux, runCal, scratchDir } from '../support/cal.js';
-import { makeWorkDir } from '../support/claude-home.js';
 import { cliBin } from '../support/clis.js';
-import { removeScratch } from '../support/scratch.js';
+import { makeWorkDir, removeScratch } from '../support/scratch.js';
 
 /**
  * Issue 13, item 6, the rest: a structured turn carries a message past the argv limit (Codex

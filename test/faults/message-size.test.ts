@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handleFromStderr } from '../support/cal.js';
-import { claudeSuite, type ClaudeSuite } from '../support/claude-suite.js';
+import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 import { recordFault } from '../support/fault-matrix.js';
 
 /**
@@ -12,13 +12,13 @@ import { recordFault } from '../support/fault-matrix.js';
 const pad = (kb: number) => ' filler'.repeat(Math.ceil((kb * 1024) / 7));
 
 describe('message size on every path of the tmux transport', () => {
-  let s: ClaudeSuite;
+  let s: CliSuite;
   let handle: string;
 
   beforeAll(async () => {
-    s = await claudeSuite('message-size');
+    s = await cliSuite('claude-code', { prefix: 'message-size' });
   });
-  afterAll(async () => s.close({ removeScratch: true }));
+  afterAll(async () => s.close());
 
   it('a 40 KB first message starts the session (over tmux 16 KB command limit)', async () => {
     const run = await s.cal(['start', '--provider', 'claude-code', '--cwd', s.work, '--timeout', '90', `Remember the codeword GRANITE.${pad(40)}`]);
@@ -35,14 +35,14 @@ describe('message size on every path of the tmux transport', () => {
 
   it('a 300 KB message goes into the live pane by paste', async () => {
     // (A message this size cannot be one argument of cal's own argv either: it comes on stdin.)
-    const run = await s.cal(['continue', handle, '--timeout', '90', '-'], `[[cal:reply=pasted whole]]${pad(300)}`);
+    const run = await s.cal(['continue', handle, '--timeout', '90', '-'], { input: `[[cal:reply=pasted whole]]${pad(300)}` });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout.trim()).toBe('pasted whole');
   });
 
   it('a 300 KB message that would need a relaunch is usage (2) naming the limit; the session goes on', async () => {
     expect((await s.cal(['kill-tmux', handle])).code).toBe(0);
-    const run = await s.cal(['continue', handle, '--json', '-'], `What was the codeword?${pad(300)}`);
+    const run = await s.cal(['continue', handle, '--json', '-'], { input: `What was the codeword?${pad(300)}` });
     expect(run.code, run.stdout).toBe(2);
     expect(run.json.error.kind).toBe('usage');
     expect(run.json.error.message).toMatch(/at most 127 KB/);
@@ -61,7 +61,7 @@ describe('message size on every path of the tmux transport', () => {
   });
 
   it('a 300 KB first message is usage (2) naming the limit, not an internal error', async () => {
-    const run = await s.cal(['start', '--provider', 'claude-code', '--cwd', s.work, '--json', '-'], `hello${pad(300)}`);
+    const run = await s.cal(['start', '--provider', 'claude-code', '--cwd', s.work, '--json', '-'], { input: `hello${pad(300)}` });
     expect(run.code, run.stdout).toBe(2);
     expect(run.json.error.message).toMatch(/at most 127 KB/);
   });

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tmuxSocketFor } from '../../src/engine/tmux-socket.js';
 import { handleFromStderr } from '../support/cal.js';
-import { claudeSuite, type ClaudeSuite } from '../support/claude-suite.js';
+import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 import { recordFault } from '../support/fault-matrix.js';
 
 /**
@@ -18,11 +18,11 @@ async function sleepers(seconds: string): Promise<number[]> {
 }
 
 describe('no process of an ended pane lives on', () => {
-  let s: ClaudeSuite;
+  let s: CliSuite;
   let handle: string;
 
   beforeAll(async () => {
-    s = await claudeSuite('process-tree');
+    s = await cliSuite('claude-code', { prefix: 'process-tree' });
     // The scripted model's shell tool calls need Bash allowed, outside auto mode (whose safety
     // check cannot reach a server offline, and opens a dialog for a detached command).
     const settings = path.join(s.env.HOME as string, '.claude', 'settings.json');
@@ -34,7 +34,7 @@ describe('no process of an ended pane lives on', () => {
   });
   afterAll(async () => {
     for (const pid of [...(await sleepers('4321')), ...(await sleepers('4322'))]) process.kill(pid, 'SIGKILL');
-    await s.close({ removeScratch: true });
+    await s.close();
   });
 
   it('kill-tmux ends a detached child of the CLI’s shell tool', async () => {

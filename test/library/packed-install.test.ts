@@ -5,7 +5,7 @@ import { execa } from 'execa';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliBin, repoRoot } from '../support/clis.js';
-import { claudeSuite, type ClaudeSuite } from '../support/claude-suite.js';
+import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 
 /**
  * The package as an outside project gets it: `npm pack`, installed into a scratch project (from
@@ -18,12 +18,12 @@ const devDependencies = (JSON.parse(readFileSync(path.join(repoRoot, 'package.js
 const tsc = path.join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc');
 const consumerSource = path.join(repoRoot, 'test', 'library', 'consumer', 'main.ts');
 
-let suite: ClaudeSuite;
+let suite: CliSuite;
 let project: string;
 
 beforeAll(async () => {
   if (!existsSync(path.join(repoRoot, 'dist', 'index.d.ts'))) throw new Error('dist/index.d.ts is missing: run npm run build first');
-  suite = await claudeSuite('library-pack');
+  suite = await cliSuite('claude-code', { prefix: 'library-pack' });
   const packed = await execa('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', suite.root], { cwd: repoRoot });
   const tarball = path.join(suite.root, (JSON.parse(packed.stdout) as Array<{ filename: string }>)[0]!.filename);
   project = path.join(suite.root, 'consumer');
@@ -42,7 +42,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  await suite?.close({ removeScratch: true });
+  await suite?.close();
 });
 
 /** The complete example of docs/library.md, so the documentation is type-checked too. */

@@ -4,10 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startModelServer, type ModelServer } from '../../src/model/server.js';
 import { AgentSessions } from '../../src/sessions/agent-sessions.js';
 import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir, type CalRun } from '../support/cal.js';
-import { makeWorkDir } from '../support/claude-home.js';
 import { cliBin } from '../support/clis.js';
 import { recordFault } from '../support/fault-matrix.js';
-import { removeScratch } from '../support/scratch.js';
+import { makeWorkDir, removeScratch } from '../support/scratch.js';
 
 /**
  * Issue 13, items 1, 2 and 7, with the real Pi and Claude Code in tmux: what the CLI passes over
