@@ -6,6 +6,7 @@ import type { CliAdapter } from '../../src/adapters/types.js';
 import { ClaudeTurnObserver, normaliseForMatch as claudeStored } from '../../src/adapters/claude-code/transcript.js';
 import { prepareMessage } from '../../src/engine/message.js';
 import { CalError } from '../../src/errors.js';
+import { blanks, invisible, leads, piece } from '../support/generated-messages.js';
 
 /**
  * Issue 13's property: whatever a message holds (control bytes, escape sequences, blanks and
@@ -14,13 +15,6 @@ import { CalError } from '../../src/errors.js';
  * Each CLI's input rules below are the measured ones (docs/security.md); the real-CLI tests
  * (leading-characters, paste-escape) check samples of the same classes against the binaries.
  */
-const invisible = ['\u200b', '\u200c', '\u200d', '\u2060', '\ufeff', '\u00ad', '\u034f', '\u180e', '\u202e', '\u2066'];
-const blanks = [' ', '\t', '\n', '\r', '\r\n', '\u00a0', '\u3000', '\u2028', '\u2003', '\u000b', '\u000c'];
-const escapes = ['\u001b[0m', '\u009b0m', '\u001b]0;t\u0007', '\u001b7', '\u001b[201~', '\u001bP1;2|x\u001b\\', '\u001bOA', '\u001b(B'];
-const controls = ['\u0000', '\u0003', '\u0004', '\u0015', '\u001b', '\u007f', '\u0085', '\u009c'];
-const leads = ['/', '!', '@', '#', '-', '//', '/*', ''];
-
-const piece = fc.oneof(fc.constantFrom(...invisible), fc.constantFrom(...blanks), fc.constantFrom(...escapes), fc.constantFrom(...controls));
 const message = fc
   .tuple(fc.array(piece, { maxLength: 4 }), fc.constantFrom(...leads), fc.string({ maxLength: 12 }), fc.array(piece, { maxLength: 3 }))
   .map(([before, lead, body, after]) => `${before.join('')}${lead}exit${body}${after.join('')}`);
