@@ -30,5 +30,14 @@ export function prepareMessage(adapter: CliAdapter, transport: Transport, messag
   }
   const refusal = adapter.refuseMessage?.(text);
   if (refusal) throw new CalError('usage', refusal);
-  return { text, typed: adapter.pasteText(text) };
+  return { text, typed: submittable(adapter.pasteText(text)) };
+}
+
+/**
+ * A backslash right before Enter asks Claude Code's and Pi's input box for a new line instead of
+ * a submit (measured: a message ending in `\` never started its turn). A space after it, which
+ * the CLIs trim, keeps Enter a submit; invisible characters after the backslash do not count.
+ */
+function submittable(typed: string): string {
+  return /\\[\p{Default_Ignorable_Code_Point}\p{Cf}]*$/u.test(typed) ? `${typed} ` : typed;
 }
