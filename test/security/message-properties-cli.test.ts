@@ -59,6 +59,15 @@ function cases(root: string, label: string, n: number, salt: number): Case[] {
   return out;
 }
 
+/**
+ * What the property found, kept as fixed cases: a message ending in a backslash (also one the
+ * rewrite made, a C1 ST becoming `␛\`) was not submitted by Claude Code or Pi, whose input box
+ * reads a backslash before Enter as a new line; cal waited for a turn that never started.
+ */
+function found(root: string): Case[] {
+  return [`dir C:\\temp\\`, `ends in ST\u009c`].map((m, i) => ({ nonce: `f${i}q`, message: m.replace(/^(\S+)/, `$1 f${i}q`), marker: path.join(root, `pwned-f${i}q`) }));
+}
+
 /** cal's own verdict, as the pure function gives it: null when the message is sent. */
 function expectedRefusal(provider: Provider, transport: Transport, message: string): string | null {
   if (message.includes('\u0000')) return 'NUL';
@@ -71,19 +80,24 @@ function expectedRefusal(provider: Provider, transport: Transport, message: stri
   }
 }
 
+/** The three ways a message reaches a CLI. */
+type Route = 'paste' | 'launch' | 'structured';
+
 /**
  * What docs/security.md promises the model receives, and how exactly, given what cal types.
- * In a pane cal types the rewritten text with the adapter's guard (`prepareMessage(...).typed`);
- * Codex and Pi then send it trimmed at both ends (measured), Claude Code as it reads it (asRead). The
- * structured transport hands the message over exactly, with one guard in front of a leading '/'
- * (a space for `claude -p`, a zero-width space for Pi, both measured to keep it text); Codex's
- * exec takes it as it is.
+ * On a pane cal types the rewritten text with the adapter's guard (`prepareMessage(...).typed`).
+ * Pasted, Codex and Pi send it trimmed at both ends, Pi as JavaScript trims (U+FEFF too), Codex as
+ * Rust does (Unicode White_Space, keeping U+FEFF); in the launch argv they send it exactly
+ * (measured). Claude Code sends it as it reads it on both (asRead). The structured transport
+ * hands the message over exactly, with one guard in front of a leading '/' (a space for
+ * `claude -p`, a zero-width space for Pi, both measured to keep it text); Codex's exec takes it
+ * as it is.
  */
-function promised(provider: Provider, transport: Transport, message: string): { text: string; same: (received: string) => boolean } {
-  if (transport === 'tmux') {
-    const typed = prepareMessage(cliAdapter(provider), transport, message).typed;
+function promised(provider: Provider, route: Route, message: string): { text: string; same: (received: string) => boolean } {
+  if (route !== 'structured') {
+    const typed = prepareMessage(cliAdapter(provider), 'tmux', message).typed;
     if (provider === 'claude-code') return { text: typed, same: (r) => asRead(r) === asRead(typed) };
-    // Pi trims as JavaScript does (U+FEFF too), Codex as Rust does (Unicode White_Space, not U+FEFF).
+    if (route === 'launch') return { text: typed, same: (r) => r === typed };
     const trimmed = provider === 'pi' ? typed.trim() : typed.replace(/^\p{White_Space}+|\p{White_Space}+$/gu, '');
     return { text: typed, same: (r) => r === trimmed };
   }
@@ -132,7 +146,7 @@ describe.each(PROVIDERS)('generated messages reach the real %s as text, or are r
    * Sends one generated message with `send` (cal reads it from stdin: argv cannot carry a NUL)
    * and checks the property for it.
    */
-  async function check(path_: string, transport: Transport, c: Case, send: (message: string) => Promise<CalRun>, outcome: Outcome): Promise<void> {
+  async function check(path_: string, route: Route, c: Case, send: (message: string) => Promise<CalRun>, outcome: Outcome): Promise<void> {
     const before = suite.server.requests().length;
     const run = await send(c.message);
     const received = suite.server
@@ -140,8 +154,9 @@ describe.each(PROVIDERS)('generated messages reach the real %s as text, or are r
       .slice(before)
       .filter((r) => !r.side && r.lastUserMessage?.includes(c.nonce))
       .map((r) => r.lastUserMessage as string);
+    const transport: Transport = route === 'structured' ? 'structured' : 'tmux';
     const refusal = expectedRefusal(provider, transport, c.message);
-    const expected = refusal === null ? promised(provider, transport, c.message) : null;
+    const expected = refusal === null ? promised(provider, route, c.message) : null;
     const where = `seed ${SEED} (CAL_MESSAGE_SEED=${SEED} replays), ${provider} ${path_}, message ${JSON.stringify(c.message)}: exit ${run.code} ${run.stdout.slice(0, 400)} ${run.stderr.slice(-400)}; received ${JSON.stringify(received)}`;
     log.push({ provider, path: path_, message: c.message, code: run.code, promised: expected?.text ?? null, received });
     expect(existsSync(c.marker), `a shell ran the message: ${where}`).toBe(false);
@@ -170,8 +185,8 @@ describe.each(PROVIDERS)('generated messages reach the real %s as text, or are r
     const handle = handleOf(first) as string;
     const pane = (await suite.inspect(handle)).provider.tmux.paneId;
     const outcome: Outcome = { refused: 0, delivered: 0 };
-    for (const c of cases(suite.root, 'p', PASTE_RUNS, 1)) {
-      await check('paste', 'tmux', c, (m) => suite.cal(['continue', handle, '--json', ...TIMEOUT, '-'], { input: m }), outcome);
+    for (const c of [...cases(suite.root, 'p', PASTE_RUNS, 1), ...found(suite.root)]) {
+      await check('paste', 'paste', c, (m) => suite.cal(['continue', handle, '--json', ...TIMEOUT, '-'], { input: m }), outcome);
     }
     // Nothing ended or replaced the pane (no /exit, /quit, no relaunch).
     const view = await suite.inspect(handle);
@@ -187,7 +202,7 @@ describe.each(PROVIDERS)('generated messages reach the real %s as text, or are r
     let handle: string | null = null;
     for (const c of cases(suite.root, 'l', LAUNCH_RUNS, 2)) {
       if (handle === null) {
-        await check('launch (start)', 'tmux', c, async (m) => {
+        await check('launch (start)', 'launch', c, async (m) => {
           const run = await start('tmux', '', m);
           handle = handleOf(run);
           return run;
@@ -196,7 +211,7 @@ describe.each(PROVIDERS)('generated messages reach the real %s as text, or are r
       } else {
         const killed = await suite.cal(['kill-tmux', handle]);
         expect(killed.code, killed.stderr).toBe(0);
-        await check('launch (resume)', 'tmux', c, (m) => suite.cal(['continue', handle as string, '--json', ...TIMEOUT, '-'], { input: m }), outcome);
+        await check('launch (resume)', 'launch', c, (m) => suite.cal(['continue', handle as string, '--json', ...TIMEOUT, '-'], { input: m }), outcome);
       }
     }
     if (handle) await suite.cal(['kill-tmux', handle]);
