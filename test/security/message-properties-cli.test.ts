@@ -26,7 +26,7 @@ import { cliMessage } from '../support/generated-messages.js';
  * is random per run and printed with every failure; CAL_MESSAGE_SEED=<n> replays a run.
  */
 const SEED = Number(process.env.CAL_MESSAGE_SEED ?? Math.floor(Math.random() * 2 ** 31));
-const PASTE_RUNS = 10;
+const PASTE_RUNS = 8;
 const LAUNCH_RUNS = 3;
 const STRUCTURED_RUNS = 3;
 const TIMEOUT = ['--timeout', '60'];
@@ -60,12 +60,14 @@ function cases(root: string, label: string, n: number, salt: number): Case[] {
 }
 
 /**
- * What the property found, kept as fixed cases: a message ending in a backslash (also one the
+ * What the property found, kept as fixed cases. A message ending in a backslash (also one the
  * rewrite made, a C1 ST becoming `␛\`) was not submitted by Claude Code or Pi, whose input box
- * reads a backslash before Enter as a new line; cal waited for a turn that never started.
+ * reads a backslash before Enter as a new line: cal waited for a turn that never started. A '/'
+ * behind a pasted LF was a slash command to Codex ("Unrecognized command '/*exit'").
  */
 function found(root: string): Case[] {
-  return [`dir C:\\temp\\`, `ends in ST\u009c`].map((m, i) => ({ nonce: `f${i}q`, message: m.replace(/^(\S+)/, `$1 f${i}q`), marker: path.join(root, `pwned-f${i}q`) }));
+  const messages = (n: (i: number) => string) => [`dir ${n(0)} C:\\temp\\`, `ends ${n(1)} in ST\u009c`, `\r/*exit ${n(2)}\u001b7`, `\n!touch ${path.join(root, 'pwned-f3q')} ${n(3)}`];
+  return messages((i) => `f${i}q`).map((message, i) => ({ nonce: `f${i}q`, message, marker: path.join(root, `pwned-f${i}q`) }));
 }
 
 /** cal's own verdict, as the pure function gives it: null when the message is sent. */
@@ -132,7 +134,7 @@ describe.each(PROVIDERS)('generated messages reach the real %s as text, or are r
         id: `input.generated-messages-${provider}`,
         area: 'input',
         fault: `generated messages (control bytes, escape sequences, blanks, invisible characters, a leading / ! @ # -, with exit, quit or touch after it) into ${bin}`,
-        how: `${PASTE_RUNS} pasted by \`cal continue\` into one live pane, ${LAUNCH_RUNS} in the launch argv (\`cal start\`, then \`kill-tmux\` and the resume launch), ${STRUCTURED_RUNS} through \`--transport structured\`; seeded, on stdin (real ${bin} ${pinnedVersion(provider)})`,
+        how: `${PASTE_RUNS} (and ${found('').length} it found before) pasted by \`cal continue\` into one live pane, ${LAUNCH_RUNS} in the launch argv (\`cal start\`, then \`kill-tmux\` and the resume launch), ${STRUCTURED_RUNS} through \`--transport structured\`; seeded, on stdin (real ${bin} ${pinnedVersion(provider)})`,
         outcome: "each message: exit 2 (usage) exactly where cal's rule refuses it, nothing reaching the model; otherwise exit 0 with the model's user text equal to the promised text (docs/security.md); no marker file created",
         state: 'the paste session keeps its one pane throughout; handles valid',
         test: 'test/security/message-properties-cli.test.ts',

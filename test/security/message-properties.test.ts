@@ -25,14 +25,14 @@ const INVISIBLE_OR_BLANK = /^[\s\p{Default_Ignorable_Code_Point}\p{Cf}]*/u;
  * Whether each CLI would run what is typed as a command (measured rules): Claude Code trims
  * blanks and strips zero-width and format characters before it reads a leading '/', and opens
  * bash mode or a memory note on a first '!' or '#'; Pi's editor trims leading blanks (JavaScript
- * trim, which keeps U+200B) before it reads '!' or '/'; Codex reads the first character as typed
- * (a leading space keeps a '/' or '!' text); Gemini trims before it reads '/' (not '//' or '/*')
+ * trim, which keeps U+200B) before it reads '!' or '/'; Codex reads a first '/' or '!', also behind
+ * leading blanks (a pasted LF), but one space right before it keeps it text; Gemini trims before it reads '/' (not '//' or '/*')
  * and opens shell mode on a first '!'.
  */
 const runsCommand: Record<string, (typed: string) => boolean> = {
   'claude-code': (typed) => /^\//.test(typed.replace(INVISIBLE_OR_BLANK, '')) || /^[!#]/.test(typed),
   pi: (typed) => /^[!/]/.test(typed.trimStart()),
-  codex: (typed) => /^[!/]/.test(typed),
+  codex: (typed) => /^\s*[!/]/.test(typed) && !/^ [!/]/.test(typed),
   gemini: (typed) => /^\s*\/(?![/*])/.test(typed) || /^!/.test(typed),
 };
 

@@ -124,7 +124,10 @@ export const codexAdapter: CliAdapter = {
 
   pasteText(message: string): string {
     // A leading '/' opens a slash command and '!' runs a shell command in the TUI: a space keeps it text.
-    return /^[/!]/.test(message) ? ` ${message}` : message;
+    if (/^[/!]/.test(message)) return ` ${message}`;
+    // Behind leading blanks Codex still reads them (measured on 0.169.0: a pasted '\n/*exit' was
+    // "Unrecognized command"); a zero-width space, which Codex neither trims nor skips, keeps them text.
+    return /^\s+[/!]/u.test(message) ? `\u200b${message}` : message;
   },
 
   structured: {
