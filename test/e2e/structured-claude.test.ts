@@ -9,7 +9,7 @@ import { mcpProbeSource } from '../../src/certify/mcp-probe.js';
 import { startRecordingProxy } from '../../src/certify/recording-proxy.js';
 import type { ModelServer } from '../../src/model/server.js';
 import { handleFromStderr, runCal, type CalRun } from '../support/cal.js';
-import { claudeSuite, type ClaudeSuite } from '../support/claude-suite.js';
+import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 import { calBin, pinnedCli } from '../support/clis.js';
 
 /**
@@ -36,19 +36,19 @@ function eventsOf(run: CalRun): string[] {
 }
 
 describe('Claude Code with --transport structured, end to end', () => {
-  let suite: ClaudeSuite;
+  let suite: CliSuite;
   let server: ModelServer;
   let work: string;
   let handle = '';
   const m1 = 'Remember the codeword QUINCE.';
   const m2 = 'What was the codeword?';
 
-  const cal = (args: string[], input?: string) => suite.cal(args, input);
+  const cal = (args: string[], input?: string) => suite.cal(args, input === undefined ? {} : { input });
   const inspect = async (h = handle) => (await cal(['inspect', h, '--json'])).json;
   const userMessagesOfLastTurn = () => server.turnRequests().at(-1)?.userMessages ?? [];
 
   beforeAll(async () => {
-    suite = await claudeSuite('structured-claude');
+    suite = await cliSuite('claude-code', { prefix: 'structured-claude' });
     server = suite.server;
     work = realpathSync(suite.work);
   });

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { PinnedCli } from '../../handles/schema.js';
-import { findExecutable, readVersion } from '../resolve.js';
+import { findExecutable, pinCli } from '../resolve.js';
+import { pinSupported, type SupportedVersions } from '../versions.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
 import { createManagedHome, preAnswerDialogs } from './home.js';
 import { claudeEnv, launchEnv, sessionFlags, transcriptCandidates } from './launch.js';
@@ -10,6 +11,13 @@ import { ClaudeTurnObserver, classifyRecord, normaliseForMatch, userText } from 
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
 
 export { projectSlug } from './launch.js';
+
+/**
+ * Only the pinned release is proven end to end so far (docs/certify.md, "Version matrix"):
+ * 2.1.29 and 2.0.76 write no turn_duration for short turns and sat until --timeout, so a release
+ * below the floor is refused at once (cli_unsupported) rather than left to hang.
+ */
+export const claudeCodeVersions: SupportedVersions = { floor: '2.1.328', certified: '2.1.328' };
 
 export const claudeCodeAdapter: CliAdapter = {
   name: 'claude-code',
@@ -23,9 +31,11 @@ export const claudeCodeAdapter: CliAdapter = {
   },
   envNames: ['HOME', 'ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN'],
 
+  versions: claudeCodeVersions,
+
   async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
     const found = findExecutable('claude', cliPath, env);
-    return { ...found, version: await readVersion(found.realPath, { ...env, ...claudeEnv }) };
+    return pinSupported('Claude Code', await pinCli(found, { ...env, ...claudeEnv }), claudeCodeVersions);
   },
 
   async prepare(env: Record<string, string>, config: SessionConfig): Promise<void> {
@@ -85,6 +95,11 @@ export const claudeCodeAdapter: CliAdapter = {
     return out;
   },
 
+  // Claude Code writes the user record the moment a prompt is submitted (measured on 2.1.328: a
+  // turn is "running" seconds before a delayed reply), so a message unrecorded after this long
+  // sits in a dialog (theme picker, an auto-mode notice), not in a slow turn.
+  promptRecordedWithinMs: 20_000,
+
   pasteText(message: string): string {
     // A leading '!' opens bash mode and '#' a memory note when typed; a space keeps a pasted one
     // text (measured: ' !touch x' reached the model as text).
@@ -95,7 +110,9 @@ export const claudeCodeAdapter: CliAdapter = {
     // The input box trims leading blanks and strips zero-width characters, then runs a leading
     // '/' as a slash command (measured on 2.1.328: ' /exit' and '\u2060/exit' both ended the
     // session). No guard keeps it text, so such a message is refused rather than sent.
-    return /^[\s\u200b-\u200f\u2060-\u2064\ufeff]*\//.test(message)
+    // Every blank and every invisible character (format and default-ignorable ones: soft
+    // hyphen, U+034F, U+180E, …) is passed over the way the CLI does before it decides.
+    return /^[\s\p{Default_Ignorable_Code_Point}\p{Cf}]*\//u.test(message)
       ? 'Claude Code runs a message that starts with "/" as a slash command; put text before the "/"'
       : null;
   },

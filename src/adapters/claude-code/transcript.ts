@@ -88,11 +88,17 @@ export function userText(record: z.infer<typeof UserRecord>): string | null {
 const INTERRUPT_PREFIX = '[Request interrupted by user';
 
 /**
- * The text as the TUI stores it: CR/CRLF become LF, each tab becomes four spaces (measured on
- * 2.1.328: the input box expands pasted tabs), and no surrounding blank space.
+ * Text as Claude Code stores what it was given: line endings and U+2028 as LF, a tab as four
+ * spaces (its input box), and without the invisible format characters it strips (measured on
+ * 2.1.328: U+200B, U+2060, U+FEFF, U+202E, U+00AD are gone from the stored prompt). Both sides
+ * of a match go through this, so a message containing them still finds its own record.
  */
 export function normaliseForMatch(text: string): string {
-  return text.replace(/\r\n?/g, '\n').replace(/\t/g, '    ').trim();
+  return text
+    .replace(/\r\n?|\u2028/g, '\n')
+    .replace(/\t/g, '    ')
+    .replace(/[\p{Default_Ignorable_Code_Point}\p{Cf}]/gu, '')
+    .trim();
 }
 
 export function toolFromUse(block: z.infer<typeof ToolUseBlock>): ToolActivity {
@@ -120,7 +126,13 @@ export function resultText(block: z.infer<typeof ToolResultBlock>): string {
  */
 export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord> {
   private readonly toolIndex = new Map<string, ToolActivity>();
+  private readonly ours: string;
   private lastStop: string | null = null;
+
+  constructor(message: string, notBefore?: Date) {
+    super(message, notBefore);
+    this.ours = normaliseForMatch(message);
+  }
 
   protected classify(value: unknown): KnownClaudeRecord | null {
     const rec = classifyRecord(value);
@@ -134,7 +146,8 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
   protected whileWaiting(rec: KnownClaudeRecord): void {
     if (rec.kind !== 'user' || rec.record.isMeta) return;
     const text = userText(rec.record);
-    if (text === null || text.startsWith(INTERRUPT_PREFIX)) return;
+    // Claude's own interrupt note is not a prompt, unless our message itself starts that way.
+    if (text === null || (text.startsWith(INTERRUPT_PREFIX) && !this.ours.startsWith(INTERRUPT_PREFIX))) return;
     if (rec.record.origin && rec.record.origin.kind !== 'human') return;
     if (this.isOurs(text)) this.begin(rec.record.promptId ?? null);
   }

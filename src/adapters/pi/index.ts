@@ -3,7 +3,8 @@ import path from 'node:path';
 import { CalError } from '../../errors.js';
 import type { PinnedCli } from '../../handles/schema.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
-import { findExecutable, readVersion } from '../resolve.js';
+import { findExecutable, pinCli } from '../resolve.js';
+import { pinSupported, type SupportedVersions } from '../versions.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
 import { scriptedPiEnv } from './home.js';
 import { chosenFile, sessionFileFor, sessionFlags } from './launch.js';
@@ -22,6 +23,12 @@ import { classifyRecord, normaliseForMatch, PiTurnObserver, SessionHeader } from
  * the only thing on disk that cal decides is the session file's name, in the folder Pi itself uses
  * for the working directory (so Pi's own `/resume` lists it).
  */
+/**
+ * Only the pinned release has been proven (docs/certify.md, "Version matrix"): it is both the
+ * floor and the newest certified until older and newer releases are measured.
+ */
+export const piVersions: SupportedVersions = { floor: '0.73.1', certified: '0.73.1' };
+
 export const piAdapter: CliAdapter = {
   name: 'pi',
   executable: 'pi',
@@ -35,10 +42,11 @@ export const piAdapter: CliAdapter = {
     needsStableWorkingDir: false,
   },
   envNames: ['HOME', 'PI_CODING_AGENT_DIR', 'PI_CODING_AGENT_SESSION_DIR', 'PI_OFFLINE'],
+  versions: piVersions,
 
   async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
     const found = findExecutable('pi', cliPath, env);
-    return { ...found, version: await readVersion(found.realPath, { ...env, PI_OFFLINE: '1' }) };
+    return pinSupported('Pi', await pinCli(found, { ...env, PI_OFFLINE: '1' }), piVersions);
   },
 
   async prepare(_env: Record<string, string>, config: SessionConfig): Promise<void> {
@@ -88,7 +96,9 @@ export const piAdapter: CliAdapter = {
     // In argv a leading '-' is a flag and '@' a file to attach: a space keeps it text. Pasted, the
     // editor trims that space and would run a leading '!' as a shell command and a leading '/' as
     // a slash command; a zero-width space (not trimmed, invisible to people) keeps those text.
-    if (/^[!/]/.test(message)) return `\u200b${message}`;
+    // The editor trims every leading blank first (tab, LF, CR, U+00A0, U+3000, U+FEFF…), so the
+    // guard looks past them too: ' !cmd' would otherwise run as a shell command.
+    if (/^\s*[!/]/u.test(message)) return `\u200b${message}`;
     return /^[-@]/.test(message) ? ` ${message}` : message;
   },
 
