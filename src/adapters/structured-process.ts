@@ -23,6 +23,8 @@ export interface JsonlProcessRequest {
   timeoutMs: number;
   /** Every stdout line that parses as JSON, in order (other lines are counted). */
   onEvent(value: unknown): void;
+  /** Called at once when the CLI process exists (its pid), so cal can record it before it waits. */
+  onSpawned?(pid: number): void;
 }
 
 export interface JsonlProcessResult {
@@ -98,6 +100,7 @@ export async function runJsonlProcess(req: JsonlProcessRequest): Promise<JsonlPr
       // The child holds its own copies once it is spawned.
       for (const fd of [stdin, outWrite, errWrite]) closeSync(fd);
     }
+    if (child.pid !== undefined) req.onSpawned?.(child.pid);
     timer = setInterval(drain, READ_EVERY_MS);
     const res = await exited(child, req.timeoutMs);
     clearInterval(timer);

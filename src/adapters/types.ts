@@ -135,6 +135,8 @@ export interface StructuredRunRequest extends LaunchRequest {
   onProgress?: (progress: TurnProgress) => void;
   /** Cancels the turn as Ctrl-C would (the CLI is interrupted; its stream ends the turn). */
   signal?: AbortSignal;
+  /** The CLI process was started (its pid), before cal waits for it to end. */
+  onSpawned?: (pid: number) => void;
 }
 
 export interface StructuredTransport {

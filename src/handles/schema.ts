@@ -87,6 +87,12 @@ export const ProviderHandle = z.object({
   signals: TranscriptCursor.nullable().default(null),
   /** Names (never values) of the environment variables the session needs. */
   envNames: z.array(z.string()).default([]),
+  /**
+   * The structured transport's CLI process while it runs a turn (pid and kernel start time), so
+   * a recover after cal died can tell a CLI still working (wait) from one that is gone (settle
+   * from the transcript). Null between turns and for a pane.
+   */
+  cliProcess: z.object({ pid: z.number().int().positive(), startTime: z.string().nullable() }).nullable().optional(),
 });
 export type ProviderHandle = z.infer<typeof ProviderHandle>;
 

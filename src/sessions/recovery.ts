@@ -116,7 +116,7 @@ async function applyPlan(ctx: SessionContext, handleId: string, journal: TurnJou
     case 'marked_lost': {
       const lostHandle = await ctx.store.loadHandle(handleId);
       await ctx.store.saveHandle({ ...lostHandle, provider: await skipPastTranscript(lostHandle.provider) });
-      await journal.set('lost', { error: { kind: 'lost', message: 'the pane ended before the turn recorded its end (found by cal recover)' } });
+      await journal.set('lost', { error: { kind: 'lost', message: 'the CLI (its pane, or its structured process) ended before the turn recorded its end (found by cal recover)' } });
       await ctx.event(handleId, 'lost', turn.id, { recovered: true }, req.onEvent);
       return;
     }
@@ -159,9 +159,10 @@ async function recoveryPlan(ctx: SessionContext, handleId: string, turn: TurnRec
     if (obs.phase === 'ended') {
       return { action: 'settled_from_transcript', status: obs.status, answer: obs.answer, error: obs.error, turnKey: obs.turnKey, tools: seen.tools, handle: seen.handle };
     }
-    if (obs.phase === 'running') return seen.paneAlive ? { action: 'waited_for_cli', handle: rebound } : { action: 'marked_lost' };
-    // Not in the transcript. A message that left cal may still be on its way into a live pane.
-    if (seen.paneAlive && turn.sentAt) return { action: 'waited_for_cli', handle: rebound };
+    if (obs.phase === 'running') return seen.cliAlive ? { action: 'waited_for_cli', handle: rebound } : { action: 'marked_lost' };
+    // Not in the transcript. A message that left cal may still be on its way into a live pane,
+    // or into a structured CLI that has it (such a turn is `running` from its launch on).
+    if (seen.cliAlive && (turn.sentAt || turn.status === 'running')) return { action: 'waited_for_cli', handle: rebound };
   }
   return { action: 'delivered' };
 }

@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { constants as fsConstants, readFileSync } from 'node:fs';
+import { constants as fsConstants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { CalError } from '../errors.js';
+import { isProcessAlive, processStartTime } from '../util/process-identity.js';
 import { ensurePrivateDir, readJsonFile, stateWriteError } from './fs.js';
 
 /**
@@ -16,35 +17,8 @@ import { ensurePrivateDir, readJsonFile, stateWriteError } from './fs.js';
 const LockOwner = z.object({ pid: z.number(), startTime: z.string().nullable(), token: z.string(), acquiredAt: z.string() });
 type LockOwner = z.infer<typeof LockOwner>;
 
-export function processStartTime(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Field 22 (starttime) counted after the ")" that closes the command name.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return fields[19] ?? null;
-  } catch {
-    return null;
-  }
-}
-
-/** Whether the kernel tells process start times (Linux /proc): then every record cal writes has one. */
-const startTimesKnown = processStartTime(process.pid) !== null;
-
-export function isProcessAlive(pid: number, startTime: string | null): boolean {
-  // kill(0) and kill(-1) address process groups, and a fraction is no pid: none names a holder.
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  // A record without a start time where cal always writes one was not written by a cal here
-  // (pid 1 with no start time would otherwise hold a lock forever).
-  if (startTime === null && startTimesKnown) return false;
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ESRCH') return false;
-  }
-  if (startTime === null) return true;
-  const now = processStartTime(pid);
-  return now === null ? true : now === startTime;
-}
+// Moved to util so the engine (which never imports state) can tell a structured CLI's liveness too.
+export { isProcessAlive, processStartTime };
 
 export interface HeldLock {
   name: string;
