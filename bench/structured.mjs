@@ -102,16 +102,31 @@ async function bench(provider) {
 
     const calMs = [];
     const bareMs = [];
+    const beforeMs = [];
+    const cliMs = [];
+    const afterMs = [];
     for (let i = 0; i < TURNS; i++) {
       const message = `What was the codeword? (${i})`;
       const b = must(await bare.resume(message), `bare resume ${i}`);
       if (!b.out.includes('The codeword was BENCH.')) throw new Error(`bare resume ${i} did not recall: ${b.out.slice(-300)}`);
       bareMs.push(b.ms);
-      const c = must(await calRun(['continue', handle, message]), `cal continue ${i}`);
+      const trace = path.join(scratch, 'trace');
+      await fs.rm(trace, { force: true });
+      const started = performance.timeOrigin + performance.now();
+      // BENCH_CPU_PROF=<dir>: a V8 CPU profile of every cal continue (slower: for finding where the time goes).
+      const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : [];
+      const c = must(await run([process.execPath, ...prof, cal, '--state-dir', state, 'continue', handle, message], { env: { ...env, CAL_TRACE_TIMING: trace }, cwd: calWork }), `cal continue ${i}`);
       if (c.out.trim() !== 'The codeword was BENCH.') throw new Error(`cal continue ${i} answered ${c.out.trim()}`);
       calMs.push(c.ms);
+      // cal's own share: from its spawn to the CLI's, and from the CLI's exit to its own.
+      const marks = Object.fromEntries((await fs.readFile(trace, 'utf8').catch(() => '')).split('\n').filter(Boolean).map((l) => [l.split(' ')[2], Number(l.split(' ')[0])]));
+      if (marks['structured-spawned'] && marks['structured-exited']) {
+        beforeMs.push(marks['structured-spawned'] - started);
+        cliMs.push(marks['structured-exited'] - marks['structured-spawned']);
+        afterMs.push(started + c.ms - marks['structured-exited']);
+      }
     }
-    return { provider, version: pinned.version, calMs, bareMs };
+    return { provider, version: pinned.version, calMs, bareMs, beforeMs, cliMs, afterMs };
   } finally {
     await server.close();
     await fs.rm(scratch, { recursive: true, force: true });
@@ -129,6 +144,11 @@ for (const provider of providers) {
   console.log(`${provider} ${r.version}, ${TURNS} resumed turns each, alternating:`);
   console.log(`  bare CLI resume            ${fmt(r.bareMs)}`);
   console.log(`  cal continue (structured)  ${fmt(r.calMs)}`);
+  if (r.cliMs.length) {
+    console.log(`    cal before the CLI's spawn  median ${median(r.beforeMs).toFixed(0)} ms`);
+    console.log(`    the CLI under cal           median ${median(r.cliMs).toFixed(0)} ms`);
+    console.log(`    cal after the CLI's exit    median ${median(r.afterMs).toFixed(0)} ms`);
+  }
   console.log(`  ratio ${ratio.toFixed(2)}x  ${verdict} (target ≤ ${TARGET}x)`);
 }
 process.exitCode = missed ? 1 : 0;

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { timingMark } from '../util/timing.js';
 
 /**
  * One CLI process per structured turn, on node:child_process (execa's import alone costs more
@@ -34,6 +35,7 @@ const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 export function runProcess(file: string, args: string[], opts: ProcessOptions): Promise<ProcessRun> {
   return new Promise((resolve) => {
     const child = spawn(file, args, { cwd: opts.cwd, env: opts.env, stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    timingMark('structured-spawned');
     if (opts.input !== undefined && child.stdin) {
       // A child that exits before reading all of it must not crash cal with EPIPE.
       child.stdin.on('error', () => undefined);
@@ -83,6 +85,7 @@ export function runProcess(file: string, args: string[], opts: ProcessOptions): 
       spawnError = e;
     });
     child.on('close', (code, signal) => {
+      timingMark('structured-exited');
       clearTimeout(timer);
       clearTimeout(forceKill);
       detach();
