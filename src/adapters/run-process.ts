@@ -27,6 +27,8 @@ export interface ProcessOptions {
   onStdout?: (chunk: Buffer) => void;
   /** Written to the child's stdin, which is then closed (without it stdin is closed at once). */
   input?: string;
+  /** Called at once when the process exists (its pid), before cal waits for it. */
+  onSpawned?: (pid: number) => void;
 }
 
 const FORCE_KILL_AFTER_MS = 5000;
@@ -36,6 +38,7 @@ export function runProcess(file: string, args: string[], opts: ProcessOptions): 
   return new Promise((resolve) => {
     const child = spawn(file, args, { cwd: opts.cwd, env: opts.env, stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
     timingMark('structured-spawned');
+    if (child.pid !== undefined) opts.onSpawned?.(child.pid);
     if (opts.input !== undefined && child.stdin) {
       // A child that exits before reading all of it must not crash cal with EPIPE.
       child.stdin.on('error', () => undefined);

@@ -163,6 +163,10 @@ async function recoveryPlan(ctx: SessionContext, handleId: string, turn: TurnRec
     // Not in the transcript. A message that left cal may still be on its way into a live pane,
     // or into a structured CLI that has it (such a turn is `running` from its launch on).
     if (seen.cliAlive && (turn.sentAt || turn.status === 'running')) return { action: 'waited_for_cli', handle: rebound };
+    // A structured turn is `running` from just before its CLI is launched: with no live process
+    // on record and nothing in the transcript, the CLI may have it (a cal killed between the
+    // spawn and the write of its pid), so it is lost rather than risked twice.
+    if (provider.transport === 'structured' && turn.status === 'running') return { action: 'marked_lost' };
   }
   return { action: 'delivered' };
 }

@@ -222,6 +222,7 @@ export async function runExecTurn(req: StructuredRunRequest): Promise<Structured
     ...(Buffer.byteLength(req.message) > STDIN_MESSAGE_BYTES ? { input: req.message } : {}),
     // A cancel interrupts codex as Ctrl-C in its terminal would; the stream then ends the turn.
     ...(req.signal ? { interrupt: req.signal } : {}),
+    ...(req.onSpawned ? { onSpawned: req.onSpawned } : {}),
     onStdout: report
       ? (chunk) => {
           seen += chunk.toString('utf8');
