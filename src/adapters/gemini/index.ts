@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { CalError } from '../../errors.js';
 import type { PinnedCli } from '../../handles/schema.js';
@@ -192,7 +193,15 @@ export const geminiAdapter: CliAdapter = {
 
   async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
     const found = findExecutable('gemini', cliPath, env);
-    return pinSupported('Gemini CLI', await pinCli(found, { ...env, ...geminiEnv }), geminiVersions);
+    // Measured on 0.61.0: even `gemini --version` starts writing `projects.json` in its home and
+    // exits before the rename, leaving `projects.json.<uuid>.tmp` files behind. So it is asked in
+    // a throwaway home, never the user's.
+    const probeHome = await fs.mkdtemp(path.join(os.tmpdir(), 'cal-gemini-version-'));
+    try {
+      return pinSupported('Gemini CLI', await pinCli(found, { ...env, ...geminiEnv, GEMINI_CLI_HOME: probeHome }), geminiVersions);
+    } finally {
+      await fs.rm(probeHome, { recursive: true, force: true });
+    }
   },
 
   async prepare(env: Record<string, string>, config: SessionConfig): Promise<void> {
