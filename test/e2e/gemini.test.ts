@@ -1,20 +1,19 @@
-import { realpathSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRecordingProxy, type RecordingProxy } from '../../src/certify/recording-proxy.js';
 import { mcpProbeSource } from '../../src/certify/mcp-probe.js';
-import { startModelServer, type ModelServer } from '../../src/model/server.js';
-import { processesTagged } from '../../src/util/tagged-processes.js';
-import { handleFromStderr, killStateTmux, runCal, scratchDir, type CalRun } from '../support/cal.js';
-import { cliBin, pinnedCli } from '../support/clis.js';
+import { processesMarkedBy } from '../../src/certify/processes.js';
+import { processRunning, processesTagged } from '../../src/util/tagged-processes.js';
+import { eventsOf, runCal } from '../support/cal.js';
+import { cliSuite, pinnedVersion, type CliSuite } from '../support/cli-suite.js';
 
 /**
  * Gemini CLI acceptance: the real pinned binary (0.61.0) against the scripted model, driven
  * through the built `cal` as a black box, in tmux and through the structured (headless) transport.
  * The tests of each transport build on each other (one logical session), so they run in order.
  *
- * The user's own Gemini home stands for a real one: JSON with comments, API-key auth, no retry
+ * The user's own Gemini home (the suite's) stands for a real one: JSON with comments, API-key auth, no retry
  * cap and no retention setting (cal bounds retries and turns retention off in the home it manages
  * per session, never in this one, whose settings file must stay byte for byte as it was).
  */
@@ -29,13 +28,6 @@ const USER_SETTINGS = `{
 }
 `;
 
-function eventsOf(run: CalRun): string[] {
-  return run.stderr
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l).event);
-}
-
 async function readSession(file: string): Promise<any[]> {
   return (await fs.readFile(file, 'utf8'))
     .split('\n')
@@ -44,39 +36,22 @@ async function readSession(file: string): Promise<any[]> {
 }
 
 interface World {
-  root: string;
-  state: string;
-  work: string;
+  suite: CliSuite;
   userGemini: string;
-  env: Record<string, string>;
   probeConfig: string;
   probeLog: string;
 }
 
-async function makeWorld(modelUrl: string): Promise<World> {
-  const root = await scratchDir('gemini-e2e');
-  const home = path.join(root, 'home');
-  const userGemini = path.join(home, '.gemini');
-  const work = path.join(root, 'work');
-  const tmp = path.join(root, 'tmp');
-  await Promise.all([fs.mkdir(userGemini, { recursive: true }), fs.mkdir(work), fs.mkdir(tmp)]);
-  await fs.writeFile(path.join(userGemini, 'settings.json'), USER_SETTINGS);
-  const probe = path.join(root, 'mcp-probe.mjs');
-  const probeLog = path.join(root, 'mcp-requests.jsonl');
+/** A suite whose Gemini home stands for the user's own (USER_SETTINGS), with an MCP probe beside it. */
+async function makeWorld(prefix: string): Promise<World> {
+  const suite = await cliSuite('gemini', { prefix });
+  await fs.writeFile(path.join(suite.configDir, 'settings.json'), USER_SETTINGS);
+  const probe = path.join(suite.root, 'mcp-probe.mjs');
+  const probeLog = path.join(suite.root, 'mcp-requests.jsonl');
   await fs.writeFile(probe, mcpProbeSource());
-  const probeConfig = path.join(root, 'mcp.json');
+  const probeConfig = path.join(suite.root, 'mcp.json');
   await fs.writeFile(probeConfig, JSON.stringify({ mcpServers: { calprobe: { command: process.execPath, args: [probe, probeLog] } } }));
-  const env = {
-    // The pinned CLIs of this repository are what `gemini` on PATH finds.
-    PATH: `${path.dirname(cliBin('gemini'))}:${process.env.PATH ?? '/usr/bin:/bin'}`,
-    HOME: home,
-    TMPDIR: tmp,
-    LANG: 'C.UTF-8',
-    TERM: 'xterm-256color',
-    GEMINI_API_KEY: 'dummy',
-    GOOGLE_GEMINI_BASE_URL: modelUrl,
-  };
-  return { root, state: path.join(root, 'state'), work: realpathSync(work), userGemini, env, probeConfig, probeLog };
+  return { suite, userGemini: suite.configDir, probeConfig, probeLog };
 }
 
 /** Every entry of a folder tree with its bytes (links as their target), to prove nothing changed. */
@@ -93,38 +68,27 @@ async function snapshot(dir: string): Promise<Record<string, string>> {
   return out;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 describe('Gemini CLI in tmux, end to end', () => {
-  let server: ModelServer;
-  let proxy: RecordingProxy;
   let w: World;
+  let server: CliSuite['server'];
+  let proxy: RecordingProxy;
   let userBefore: Record<string, string>;
   let handle = '';
 
-  const cal = (args: string[], input?: string) => runCal(['--state-dir', w.state, ...args], { env: w.env, input });
-  const inspect = async () => (await cal(['inspect', handle, '--json'])).json;
+  // Through a proxy that keeps the model's request bodies, to see the system prompt cal handed over.
+  const cal = (args: string[]) => w.suite.cal(args, { env: { GOOGLE_GEMINI_BASE_URL: proxy.url } });
+  const inspect = () => w.suite.inspect(handle);
 
   beforeAll(async () => {
-    server = await startModelServer({});
-    // The model's request bodies, to see the system prompt cal handed to Gemini.
+    w = await makeWorld('gemini-tmux');
+    server = w.suite.server;
     proxy = await startRecordingProxy(server.url);
-    w = await makeWorld(proxy.url);
     userBefore = await snapshot(w.userGemini);
   });
 
   afterAll(async () => {
-    if (w?.state) await killStateTmux(w.state);
     await proxy?.close();
-    await server?.close();
-    if (w && process.env.CAL_KEEP_TEST_HOMES !== '1') await fs.rm(w.root, { recursive: true, force: true });
+    await w?.suite.close();
   });
 
   it('start with --mcp-config and --system-prompt: the MCP server is called, the prompt reaches the model; the user’s Gemini home is untouched', async () => {
@@ -133,7 +97,7 @@ describe('Gemini CLI in tmux, end to end', () => {
       '--provider',
       'gemini',
       '--cwd',
-      w.work,
+      w.suite.work,
       '--mcp-config',
       w.probeConfig,
       '--system-prompt',
@@ -145,8 +109,8 @@ describe('Gemini CLI in tmux, end to end', () => {
     expect(run.code, run.stderr).toBe(0);
     expect(run.json.turn).toMatchObject({ status: 'completed', answer: 'Tool finished: echo: PING-1' });
     expect(run.json.turn.tools).toEqual([expect.objectContaining({ kind: 'mcp', server: 'calprobe', name: 'echo', input: { text: 'PING-1' }, status: 'completed' })]);
-    handle = handleFromStderr(run.stderr) ?? run.json.handle?.id ?? '';
-    expect(handle).not.toBe('');
+    handle = run.json.handle;
+    expect(handle).toMatch(/\S/);
     const calls = (await fs.readFile(w.probeLog, 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
     expect(calls.filter((c) => c.method === 'tools/call')).toEqual([{ method: 'tools/call', name: 'echo', arguments: { text: 'PING-1' } }]);
     // The system prompt is in Gemini's system instruction (a context file of the managed home).
@@ -156,9 +120,9 @@ describe('Gemini CLI in tmux, end to end', () => {
     const view = await inspect();
     const id = view.provider.nativeSessionId as string;
     expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-    expect(view.provider.cli.version).toBe(pinnedCli.gemini.version);
+    expect(view.provider.cli.version).toBe(pinnedVersion('gemini'));
     // The session lives in the Gemini home cal manages for this handle, in its state directory.
-    const managed = path.join(w.state, 'homes', view.id, 'gemini-home');
+    const managed = path.join(w.suite.state, 'homes', view.id, 'gemini-home');
     expect(view.provider.transcript.path.startsWith(path.join(managed, '.gemini', 'tmp'))).toBe(true);
     const settings = JSON.parse(await fs.readFile(path.join(managed, '.gemini', 'settings.json'), 'utf8'));
     expect(settings).toMatchObject({
@@ -186,7 +150,9 @@ describe('Gemini CLI in tmux, end to end', () => {
     const pids = await processesTagged(`CAL_PANE_TAG=${tag}`);
     expect(pids.length).toBeGreaterThan(0);
     expect((await cal(['kill-tmux', handle])).code).toBe(0);
-    expect(pids.filter(alive)).toEqual([]);
+    // Checked by pid: every process of the pane has exited by the time kill-tmux returns.
+    const running = await Promise.all(pids.map(async (pid) => ((await processRunning(pid)) ? pid : null)));
+    expect(running.filter((pid) => pid !== null)).toEqual([]);
     expect(await processesTagged(`CAL_PANE_TAG=${tag}`)).toEqual([]);
 
     server.clearLog();
@@ -198,6 +164,11 @@ describe('Gemini CLI in tmux, end to end', () => {
     expect(after.panes).toHaveLength(2);
     expect(after.panes[0]).toMatchObject({ launch: 'resume', endedAt: null });
     expect(after.provider.nativeSessionId).toBe(before.provider.nativeSessionId);
+    // One Gemini process holds the session: the killed pane's is gone, the resumed pane's runs.
+    const managed = path.join(w.suite.state, 'homes', after.id, 'gemini-home');
+    const holders = ((await processesMarkedBy(`GEMINI_CLI_HOME=${managed}`)) ?? []).filter((p) => p.command.includes(after.provider.cli.realPath));
+    expect(holders).toHaveLength(1);
+    expect(pids).not.toContain(holders[0]!.pid);
     const turns = server.turnRequests();
     expect(turns).toHaveLength(1);
     expect(turns[0]!.userMessages).toEqual(['Remember the codeword KIWI. [[cal:mcp=calprobe.echo {"text":"PING-1"}]]', 'What was the codeword?', 'What was the codeword, again?']);
@@ -225,30 +196,52 @@ describe('Gemini CLI in tmux, end to end', () => {
   });
 });
 
+describe('cal demo --provider gemini', () => {
+  let suite: CliSuite;
+
+  beforeAll(async () => {
+    suite = await cliSuite('gemini', { prefix: 'gemini-demo' });
+  });
+
+  afterAll(async () => {
+    await suite?.close();
+  });
+
+  it('runs the whole loop offline (scripted model, Gemini in tmux, kill, native resume) and passes', async () => {
+    // The demo makes its own scripted model, Gemini home and state in TMPDIR, and removes them.
+    const tmp = await suite.workDir('tmp');
+    const run = await runCal(['demo', '--provider', 'gemini'], { env: { ...suite.env, TMPDIR: tmp }, timeoutMs: 300_000 });
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
+    expect(run.stdout).toContain('events: lost_tmux → resuming → running → completed');
+    expect(run.stdout).toContain('the model saw 3 user messages in the resumed request');
+    expect(run.stdout).toContain('demo: PASS');
+    expect(await fs.readdir(tmp)).toEqual([]);
+  }, 300_000);
+});
+
 describe('Gemini CLI through the structured (headless) transport, end to end', () => {
-  let server: ModelServer;
   let w: World;
+  let server: CliSuite['server'];
   let userBefore: Record<string, string>;
   let handle = '';
 
-  const cal = (args: string[]) => runCal(['--state-dir', w.state, ...args], { env: w.env });
+  const cal = (args: string[]) => w.suite.cal(args);
 
   beforeAll(async () => {
-    server = await startModelServer({});
-    w = await makeWorld(server.url);
+    w = await makeWorld('gemini-structured');
+    server = w.suite.server;
     userBefore = await snapshot(w.userGemini);
   });
 
   afterAll(async () => {
-    await server?.close();
-    if (w && process.env.CAL_KEEP_TEST_HOMES !== '1') await fs.rm(w.root, { recursive: true, force: true });
+    await w?.suite.close();
   });
 
   it('start and continue: gemini -p with --session-id, then --resume; each request carries the history once and the new message once', async () => {
-    const run = await cal(['start', '--provider', 'gemini', '--transport', 'structured', '--cwd', w.work, '--mcp-config', w.probeConfig, '--json', ...TIMEOUT, 'Remember the codeword FIG.']);
+    const run = await cal(['start', '--provider', 'gemini', '--transport', 'structured', '--cwd', w.suite.work, '--mcp-config', w.probeConfig, '--json', ...TIMEOUT, 'Remember the codeword FIG.']);
     expect(run.code, run.stderr).toBe(0);
     expect(run.json.turn.answer).toBe('OK, I will remember the codeword FIG.');
-    handle = handleFromStderr(run.stderr) ?? '';
+    handle = run.json.handle;
     const first = (await cal(['inspect', handle, '--json'])).json;
     expect(first.provider).toMatchObject({ transport: 'structured', tmux: null });
     const id = first.provider.nativeSessionId;
@@ -262,7 +255,7 @@ describe('Gemini CLI through the structured (headless) transport, end to end', (
     expect(turns[0]!.userMessages).toEqual(['Remember the codeword FIG.', 'What was the codeword?']);
     const view = (await cal(['inspect', handle, '--json'])).json;
     expect(view.provider.nativeSessionId).toBe(id);
-    expect(view.provider.transcript.path.startsWith(path.join(w.state, 'homes', view.id, 'gemini-home'))).toBe(true);
+    expect(view.provider.transcript.path.startsWith(path.join(w.suite.state, 'homes', view.id, 'gemini-home'))).toBe(true);
 
     const tool = await cal(['continue', handle, '--json', ...TIMEOUT, 'Call the probe [[cal:mcp=calprobe.echo {"text":"PING-2"}]]']);
     expect(tool.code, tool.stderr).toBe(0);
