@@ -2,6 +2,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRecordingProxy, type RecordingProxy } from '../../src/certify/recording-proxy.js';
+import { MANAGED_HOME_MARKER } from '../../src/adapters/claude-code/home.js';
 import { mcpProbeSource } from '../../src/certify/mcp-probe.js';
 import { processesMarkedBy } from '../../src/certify/processes.js';
 import { processRunning, processesTagged } from '../../src/util/tagged-processes.js';
@@ -13,7 +14,7 @@ import { cliSuite, pinnedVersion, type CliSuite } from '../support/cli-suite.js'
  * through the built `cal` as a black box, in tmux and through the structured (headless) transport.
  * The tests of each transport build on each other (one logical session), so they run in order.
  *
- * The user's own Gemini home (the suite's) stands for a real one: JSON with comments, API-key auth, no retry
+ * The user's own `~/.gemini` stands for a real one: JSON with comments, API-key auth, no retry
  * cap and no retention setting (cal bounds retries and turns retention off in the home it manages
  * per session, never in this one, whose settings file must stay byte for byte as it was).
  */
@@ -42,16 +43,23 @@ interface World {
   probeLog: string;
 }
 
-/** A suite whose Gemini home stands for the user's own (USER_SETTINGS), with an MCP probe beside it. */
+/**
+ * A suite whose `~/.gemini` (in its HOME, no GEMINI_CLI_HOME set) stands for the user's own
+ * (USER_SETTINGS), with an MCP probe beside it. The HOME carries cal's managed-home marker only
+ * so that requests name their session for the scripted model's log.
+ */
 async function makeWorld(prefix: string): Promise<World> {
-  const suite = await cliSuite('gemini', { prefix });
-  await fs.writeFile(path.join(suite.configDir, 'settings.json'), USER_SETTINGS);
+  const suite = await cliSuite('gemini', { prefix, env: { GEMINI_CLI_HOME: '' } });
+  const userGemini = path.join(suite.home, '.gemini');
+  await fs.mkdir(userGemini, { recursive: true });
+  await fs.writeFile(path.join(userGemini, 'settings.json'), USER_SETTINGS);
+  await fs.writeFile(path.join(suite.home, MANAGED_HOME_MARKER), '');
   const probe = path.join(suite.root, 'mcp-probe.mjs');
   const probeLog = path.join(suite.root, 'mcp-requests.jsonl');
   await fs.writeFile(probe, mcpProbeSource());
   const probeConfig = path.join(suite.root, 'mcp.json');
   await fs.writeFile(probeConfig, JSON.stringify({ mcpServers: { calprobe: { command: process.execPath, args: [probe, probeLog] } } }));
-  return { suite, userGemini: suite.configDir, probeConfig, probeLog };
+  return { suite, userGemini, probeConfig, probeLog };
 }
 
 /** Every entry of a folder tree with its bytes (links as their target), to prove nothing changed. */
