@@ -19,6 +19,7 @@ export const commandModules: Record<string, () => Promise<CommandModule>> = {
   start: () => import('./commands/start.js'),
   continue: () => import('./commands/continue.js'),
   'kill-tmux': () => import('./commands/kill-tmux.js'),
+  remove: () => import('./commands/remove.js'),
   inspect: () => import('./commands/inspect.js'),
   events: () => import('./commands/events.js'),
   run: () => import('./commands/run.js'),

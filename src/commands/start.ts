@@ -1,4 +1,4 @@
-import { openSessions, providerNames } from '../index.js';
+import { CalError, openSessions, providerNames } from '../index.js';
 import { checkSystemPromptFlags, parseSeconds, cancelOnInterrupt, readMessage, renderError, renderTurnCall, systemPromptOf } from './common.js';
 import { liveOutput } from './progress.js';
 import { defineCommand } from './spec.js';
@@ -13,6 +13,7 @@ export const command = defineCommand({
     model: { value: '<model>', help: 'model name passed to the CLI' },
     transport: { value: '<kind>', help: 'how cal drives the CLI', choices: ['tmux', 'structured', 'api'] },
     name: { value: '<name>', help: 'a name to use instead of the handle id' },
+    replace: { help: 'with --name: remove the handle that has this name first (refused while it is busy)' },
     systemPrompt: { value: '<text>', help: 'system prompt appended natively by the CLI' },
     systemPromptFile: { value: '<file>', help: 'read the system prompt from a file' },
     mcpConfig: { value: '<file>', help: 'MCP config file handed to the CLI' },
@@ -25,6 +26,7 @@ export const command = defineCommand({
   async run([messageArg], opts, global) {
     try {
       checkSystemPromptFlags(opts);
+      if (opts.replace && opts.name === undefined) throw new CalError('usage', '--replace needs --name (the name to reuse)');
       const message = await readMessage(messageArg);
       const sessions = await openSessions({ stateDir: global.stateDir });
       const live = await liveOutput(opts, 'starting');
@@ -37,6 +39,7 @@ export const command = defineCommand({
             model: opts.model,
             transport: opts.transport,
             name: opts.name,
+            replace: opts.replace === true,
             systemPrompt: await systemPromptOf(opts),
             mcpConfig: opts.mcpConfig,
             cliPath: opts.cliPath,

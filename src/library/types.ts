@@ -82,8 +82,10 @@ export interface StartOptions extends TurnCallOptions {
   model?: string;
   /** `tmux` (default for CLIs), `structured` (the CLI's JSON mode) or `api` (API providers). */
   transport?: Transport;
-  /** A name to use instead of the handle id. */
+  /** A name to use instead of the handle id. A start whose first turn does not complete releases it. */
   name?: string;
+  /** Reuse `name` on purpose: a handle already holding it is removed first (as `remove` would, refused while busy). */
+  replace?: boolean;
   systemPrompt?: string;
   /** Path of an MCP config file handed to the CLI. */
   mcpConfig?: string;
@@ -204,6 +206,18 @@ export interface CertifyResult {
   savedTo: string;
 }
 
+export interface RemoveOptions {
+  /** Remove even while a turn is in flight (another call holds the handle, or a turn never settled). */
+  force?: boolean;
+}
+
+export interface RemoveResult {
+  /** The handle as it was before it was removed. */
+  handle: Handle;
+  /** How many of its tmux panes were still running and were ended. */
+  panesEnded: number;
+}
+
 export interface EventsOptions {
   /** Keep yielding new events until `signal` aborts (default: end after the recorded ones). */
   follow?: boolean;
@@ -227,6 +241,8 @@ export interface Sessions {
   continue(ref: HandleRef, message: string, options?: ContinueOptions): Promise<TurnResult>;
   ask(options: AskOptions): Promise<TurnResult>;
   killTmux(ref: HandleRef): Promise<Handle>;
+  /** Ends the handle's panes and deletes its records (the CLI's own transcript stays); busy while a turn is in flight unless `force`. */
+  remove(ref: HandleRef, options?: RemoveOptions): Promise<RemoveResult>;
   inspect(): Promise<SessionList>;
   inspect(ref: HandleRef, options?: InspectOptions): Promise<SessionDetail>;
   recover(options?: RecoverOptions): Promise<RecoverResult>;

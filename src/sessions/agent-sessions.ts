@@ -18,9 +18,11 @@ import { historyFile } from './api-history.js';
 import { handleLockName, sessionContext, type SessionContext } from './context.js';
 import { executeTurn, nextPaneName } from './execute-turn.js';
 import { recover, settleEarlierTurns } from './recovery.js';
+import { removeHandle, type RemoveResult } from './remove-handle.js';
 import { newTurn } from './turn-journal.js';
 import type { ContinueRequest, ExecOptions, HandleSummary, HandleView, RecoverItem, RecoverRequest, StartRequest, TurnResult } from './types.js';
 
+export type { RemoveResult } from './remove-handle.js';
 export type { ContinueRequest, HandleSummary, HandleView, PaneView, RecoverAction, RecoverItem, RecoverRequest, StartRequest, TurnResult } from './types.js';
 export { handleLockName } from './context.js';
 
@@ -58,7 +60,7 @@ export class AgentSessions {
       throw new CalError('usage', `invalid --name ${JSON.stringify(req.name)}: letters, digits, '.', '_', '-'`);
     }
     // Checked early for a quick answer, and again under the names lock when the handle is saved.
-    if (req.name !== undefined && (await this.store.isNameTaken(req.name))) throw nameTaken(req.name);
+    if (req.name !== undefined && !req.replace && (await this.store.isNameTaken(req.name))) throw nameTaken(req.name);
     const workingDir = dirIdentity(req.cwd ?? process.cwd());
     const mcpConfigPath = req.mcpConfig ? path.resolve(req.mcpConfig) : null;
     if (mcpConfigPath) checkMcpConfig(mcpConfigPath);
@@ -101,7 +103,7 @@ export class AgentSessions {
       createdAt: now,
       updatedAt: now,
     });
-    await this.saveNewHandle(handle);
+    await this.saveNewHandle(handle, req.replace === true);
     await req.onHandle?.(handle);
     return this.runTurn(handle, req.message, { ...req, waitSeconds: undefined }, req.correlationId ?? null);
   }
@@ -151,6 +153,11 @@ export class AgentSessions {
       await this.ctx.event(handle.id, 'pane_killed', undefined, { orphan: true });
     }
     return handle;
+  }
+
+  /** Ends the handle's panes and deletes its records (sessions/remove-handle.ts). */
+  async remove(ref: string, force = false): Promise<RemoveResult> {
+    return removeHandle(this.ctx, ref, force);
   }
 
   /** The turn a piece of durable work tagged with this correlation id, if it was ever created. */
@@ -231,10 +238,13 @@ export class AgentSessions {
    * Saves a new handle; a name is checked and taken under one lock, so two starts racing for one
    * name cannot both get it.
    */
-  private async saveNewHandle(handle: AgentSessionHandle): Promise<void> {
+  private async saveNewHandle(handle: AgentSessionHandle, replace: boolean): Promise<void> {
     if (handle.name === null) return this.store.saveHandle(handle);
     const lock = await this.store.locks.acquire('handle-names', { waitSeconds: 30 });
     try {
+      // --replace removes only a readable handle of that name (never one whose id it equals).
+      const holder = replace ? (await this.store.listHandles()).find((h) => h.name === handle.name) : undefined;
+      if (holder) await removeHandle(this.ctx, holder.id, false);
       if (await this.store.isNameTaken(handle.name)) throw nameTaken(handle.name);
       await this.store.saveHandle(handle);
     } finally {
@@ -276,5 +286,5 @@ export class AgentSessions {
 }
 
 function nameTaken(name: string): CalError {
-  return new CalError('usage', `a handle named ${name} already exists; pick another --name`);
+  return new CalError('usage', `a handle named ${name} already exists; pick another --name, pass --replace, or cal remove ${name}`);
 }

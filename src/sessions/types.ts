@@ -11,6 +11,8 @@ export interface StartRequest {
   model?: string;
   transport?: Transport;
   name?: string;
+  /** A handle already holding `name` is removed (as `cal remove` would, refused while busy). */
+  replace?: boolean;
   systemPrompt?: string;
   mcpConfig?: string;
   cliPath?: string;

@@ -164,6 +164,20 @@ export class StateStore {
     return out;
   }
 
+  /**
+   * Deletes everything cal keeps of one handle: its file, event log, turn records, its folder
+   * under homes/ and an API session's history. The handle file goes first, so a removal cut
+   * short leaves no handle that points at half-deleted records.
+   */
+  async deleteHandle(handle: AgentSessionHandle): Promise<void> {
+    await fs.rm(this.handleFile(handle.id), { force: true });
+    const rest = [this.eventsFile(handle.id), this.turnsDir(handle.id), path.join(this.layout.homes, handle.id)];
+    const history = handle.provider.transport === 'api' ? handle.provider.transcript?.path : undefined;
+    // Only a history file inside this state directory's history/ folder is cal's to delete.
+    if (history && path.dirname(history) === this.layout.history) rest.push(history);
+    for (const file of rest) await fs.rm(file, { recursive: true, force: true });
+  }
+
   async appendEvent(event: EventRecord): Promise<void> {
     await appendJsonLine(this.eventsFile(event.handle), event);
   }
