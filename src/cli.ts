@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
+import { endQuietlyOnClosedPipe } from './commands/closed-pipe.js';
 import { register } from './commands/register.js';
 import type { CommandSpec } from './commands/spec.js';
 
@@ -72,6 +73,7 @@ export function normaliseArgv(argv: string[]): string[] {
 }
 
 export async function main(argv: string[]): Promise<number> {
+  endQuietlyOnClosedPipe();
   argv = normaliseArgv(argv);
   let code = 0;
   try {
