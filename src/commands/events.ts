@@ -1,5 +1,5 @@
 import { openSessions } from '../index.js';
-import { stdoutClosed } from './closed-pipe.js';
+import { stdoutClosed } from '../util/closed-pipe.js';
 import { renderError } from './common.js';
 import { defineCommand } from './spec.js';
 

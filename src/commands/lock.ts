@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { execa } from 'execa';
 import { CalError } from '../errors.js';
 import { StateStore } from '../state/store.js';
@@ -28,7 +29,11 @@ export const command = defineCommand({
       const held = await store.locks.acquire(namedLock(name), { waitSeconds });
       try {
         const res = await execa(command[0] as string, command.slice(1), { stdio: 'inherit', reject: false });
-        return res.exitCode ?? 1;
+        if (res.exitCode !== undefined) return res.exitCode;
+        // Killed by a signal: the shell's convention, 128 + its number.
+        if (res.signal) return 128 + (os.constants.signals[res.signal] ?? 0);
+        const why = (res as { code?: string }).code === 'ENOENT' ? 'command not found' : (res as { code?: string }).code === 'EACCES' ? 'permission denied' : res.shortMessage;
+        throw new CalError('usage', `cannot run ${JSON.stringify(command[0])}: ${why}`);
       } finally {
         await held.release();
       }
