@@ -1,4 +1,4 @@
-import { CalError, openSessions, providerNames } from '../index.js';
+import { CalError, openSessions, providerNames, toolPolicies } from '../index.js';
 import { checkSystemPromptFlags, parseSeconds, cancelOnInterrupt, readMessage, renderError, renderTurnCall, systemPromptOf } from './common.js';
 import { liveOutput } from './progress.js';
 import { defineCommand } from './spec.js';
@@ -17,6 +17,7 @@ export const command = defineCommand({
     systemPrompt: { value: '<text>', help: 'system prompt appended natively by the CLI' },
     systemPromptFile: { value: '<file>', help: 'read the system prompt from a file' },
     mcpConfig: { value: '<file>', help: 'MCP config file handed to the CLI' },
+    toolPolicy: { value: '<policy>', help: "what the CLI may do without asking: default (the CLI's own settings), read-only, accept-edits, bypass", choices: toolPolicies },
     cliPath: { value: '<path>', help: 'the CLI executable to pin (default: found on PATH)' },
     timeout: { value: '<seconds>', help: 'give up waiting for the end of the turn after this long' },
     events: { help: 'stream lifecycle events as NDJSON on stderr' },
@@ -42,6 +43,7 @@ export const command = defineCommand({
             replace: opts.replace === true,
             systemPrompt: await systemPromptOf(opts),
             mcpConfig: opts.mcpConfig,
+            toolPolicy: opts.toolPolicy,
             cliPath: opts.cliPath,
             timeoutSeconds: opts.timeout ? parseSeconds(opts.timeout, '--timeout') : undefined,
             onEvent: live.onEvent,

@@ -37,6 +37,7 @@ export interface RequestedConfig {
   model?: string;
   systemPrompt?: string;
   mcpConfig?: string;
+  toolPolicy?: string;
 }
 
 function stale(field: string, expected: unknown, actual: unknown, why: string): CalError {
@@ -59,6 +60,9 @@ export async function checkStability(recorded: StabilityFingerprint, requested: 
   }
   if (requested.systemPrompt !== undefined && sha256(requested.systemPrompt) !== recorded.systemPromptHash) {
     throw stale('systemPrompt', recorded.systemPromptHash, sha256(requested.systemPrompt), 'differs (sha256 shown)');
+  }
+  if (requested.toolPolicy !== undefined && requested.toolPolicy !== recorded.toolPolicy) {
+    throw stale('toolPolicy', recorded.toolPolicy, requested.toolPolicy, 'differs');
   }
   if (requested.mcpConfig !== undefined) {
     const asked = await hashFile(requested.mcpConfig);

@@ -1,5 +1,5 @@
 import type { ErrorKind } from '../errors.js';
-import type { AgentSessionHandle, ProviderName, Transport } from '../handles/schema.js';
+import type { AgentSessionHandle, ProviderName, ToolPolicy, Transport } from '../handles/schema.js';
 import type { HandleSummary, HandleView, PaneView, RecoverAction, RecoverItem } from '../sessions/agent-sessions.js';
 import type { CertificationSummary } from '../certify/results.js';
 import type { certify as runCertifications } from '../certify/runner.js';
@@ -11,7 +11,7 @@ import type { ToolActivity, TurnRecord, TurnStatus } from '../state/turns.js';
  * than the one written to disk.
  */
 
-export type { ErrorKind, ProviderName, Transport, TurnStatus, ToolActivity, PaneView, HandleSummary, HandleView, RecoverAction, RecoverItem, CertificationSummary };
+export type { ErrorKind, ProviderName, ToolPolicy, Transport, TurnStatus, ToolActivity, PaneView, HandleSummary, HandleView, RecoverAction, RecoverItem, CertificationSummary };
 
 /** An agent session handle as stored in the state directory (design §3). */
 export type Handle = AgentSessionHandle;
@@ -89,6 +89,8 @@ export interface StartOptions extends TurnCallOptions {
   systemPrompt?: string;
   /** Path of an MCP config file handed to the CLI. */
   mcpConfig?: string;
+  /** What the CLI may do without asking: `default` (the CLI's own settings), `read-only`, `accept-edits`, `bypass`; a CLI with no equivalent refuses it (usage). Recorded in the handle. */
+  toolPolicy?: ToolPolicy;
   /** The CLI executable to pin (default: found on the PATH of `env`). */
   cliPath?: string;
 }
@@ -102,6 +104,7 @@ export interface ExpectedConfig {
   model?: string;
   systemPrompt?: string;
   mcpConfig?: string;
+  toolPolicy?: ToolPolicy;
 }
 
 export interface ContinueOptions extends TurnCallOptions, ExpectedConfig {

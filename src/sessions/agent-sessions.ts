@@ -10,7 +10,7 @@ import { checkStability } from '../engine/stability.js';
 import type { TmuxFactory } from '../engine/tmux-control.js';
 import { attachArgv, killPaneNamed, killTransport, pressKeys, realTmux, shutdownTransports, transportAlive, transportScreen } from '../engine/transport.js';
 import { CalError, toCalError } from '../errors.js';
-import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleName, type ProviderHandle, type ProviderName } from '../handles/schema.js';
+import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleName, ToolPolicy, toolPolicies, type ProviderHandle, type ProviderName } from '../handles/schema.js';
 import type { HeldLock } from '../state/lock.js';
 import { newId, type StateStore } from '../state/store.js';
 import type { TurnRecord } from '../state/turns.js';
@@ -54,6 +54,7 @@ export class AgentSessions {
       throw new CalError('usage', `${req.provider} has no tmux transport in cal (its transcript cannot prove a turn's end without the pane); use --transport structured`);
     }
     if (api && req.mcpConfig) throw new CalError('usage', `${req.provider} is an API provider: --mcp-config applies to coding-agent CLIs`);
+    const toolPolicy = checkToolPolicy(req.toolPolicy, adapter, req.provider);
     api?.checkEnv(req.env);
     if (adapter) prepareMessage(adapter, transport, req.message);
     if (req.name !== undefined && !HandleName.safeParse(req.name).success) {
@@ -96,7 +97,7 @@ export class AgentSessions {
         systemPrompt: req.systemPrompt ?? null,
         mcpConfigHash: mcpConfigPath ? await hashFile(mcpConfigPath) : null,
         mcpConfigPath,
-        toolPolicy: 'default',
+        toolPolicy,
       },
       provider,
       panes: [],
@@ -283,6 +284,17 @@ export class AgentSessions {
       await lock.release();
     }
   }
+}
+
+/** The session's tool policy, refused (usage) before anything is saved when its CLI has no equivalent. */
+function checkToolPolicy(requested: string | undefined, adapter: CliAdapter | null, provider: string): ToolPolicy {
+  const parsed = ToolPolicy.safeParse(requested ?? 'default');
+  if (!parsed.success) throw new CalError('usage', `unknown --tool-policy ${JSON.stringify(requested)}; known: ${toolPolicies.join(', ')}`);
+  const supported: readonly ToolPolicy[] = adapter?.toolPolicies ?? ['default'];
+  if (!supported.includes(parsed.data)) {
+    throw new CalError('usage', `${provider} has no equivalent of --tool-policy ${parsed.data}${adapter ? '' : ' (an API session runs no tools)'}; it takes: ${supported.join(', ')}`);
+  }
+  return parsed.data;
 }
 
 function nameTaken(name: string): CalError {

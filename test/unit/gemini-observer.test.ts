@@ -146,7 +146,7 @@ describe('Gemini adapter', () => {
     expect(fresh).toMatchObject({ cwd: '/work/p', deliversMessage: true, sessionId: '11111111-2222-4333-8444-555555555555' });
     expect(fresh.argv).toEqual(['/opt/gemini.js', '--session-id', '11111111-2222-4333-8444-555555555555', '--prompt-interactive=-x hello']);
     expect(fresh.env).toMatchObject({ HOME: '/h', GEMINI_CLI_TRUST_WORKSPACE: 'true', GEMINI_CLI_NO_RELAUNCH: 'true' });
-    const resume = geminiAdapter.launch({ cli, env: {}, config: { ...config, model: 'm1', toolPolicy: 'bypassPermissions' }, mode: 'resume', sessionId: 'abc', message: 'again' });
+    const resume = geminiAdapter.launch({ cli, env: {}, config: { ...config, model: 'm1', toolPolicy: 'bypass' }, mode: 'resume', sessionId: 'abc', message: 'again' });
     expect(resume.argv).toEqual(['/opt/gemini.js', '--model', 'm1', '--approval-mode', 'yolo', '--resume', 'abc', '--prompt-interactive=again']);
   });
 

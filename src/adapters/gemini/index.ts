@@ -53,9 +53,9 @@ export const geminiVersions: SupportedVersions = { floor: '0.61.0', certified: '
 /** cal's tool policies as Gemini approval modes. */
 const APPROVAL_MODES: Record<string, string | null> = {
   default: null,
-  acceptEdits: 'auto_edit',
-  plan: 'plan',
-  bypassPermissions: 'yolo',
+  'read-only': 'plan',
+  'accept-edits': 'auto_edit',
+  bypass: 'yolo',
 };
 
 /** The session files of one id: `<gemini>/tmp/<slug>/chats/session-<minute>-<id8>.jsonl` in any project. */
