@@ -39,4 +39,11 @@ describe('cal start/continue --tool-policy', () => {
     const list = await runCal(['inspect', '--json'], { env });
     expect(list.json.handles).toHaveLength(1);
   });
+
+  it('kill-tmux on a structured session is non_applicable (8), as on an API session (issue 20, item 8)', async () => {
+    const start = await runCal(['start', '--provider', 'cursor', '--cli-path', fakeCli.cursor, '--cwd', root, '--json', 'hi'], { env });
+    expect(start.code, start.stderr).toBe(0);
+    const kill = await runCal(['kill-tmux', start.json.handle, '--json'], { env });
+    expect([kill.code, kill.json.error.kind]).toEqual([8, 'non_applicable']);
+  });
 });

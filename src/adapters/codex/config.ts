@@ -60,7 +60,12 @@ function safeRealpath(dir: string): string {
   }
 }
 
-/** Claude-style MCP config (`{"mcpServers": {name: {...}}}`), the format `--mcp-config` takes. */
+/**
+ * Claude-style MCP config (`{"mcpServers": {name: {...}}}`), the format `--mcp-config` takes.
+ * `default_tools_approval_mode` is Codex's own per-server key ("approve": its tools run without
+ * an "Allow tool?" prompt, which would stall a pane nobody watches): kept when the file has it.
+ */
+const codexServerKeys = { default_tools_approval_mode: z.string().optional() };
 const McpServer = z.union([
   z.object({
     type: z.literal('stdio').optional(),
@@ -68,11 +73,13 @@ const McpServer = z.union([
     args: z.array(z.string()).optional(),
     env: z.record(z.string(), z.string()).optional(),
     cwd: z.string().optional(),
+    ...codexServerKeys,
   }),
   z.object({
     type: z.enum(['http', 'streamable-http', 'sse']).optional(),
     url: z.string(),
     headers: z.record(z.string(), z.string()).optional(),
+    ...codexServerKeys,
   }),
 ]);
 const McpConfigFile = z.object({ mcpServers: z.record(z.string(), McpServer) });
@@ -94,6 +101,7 @@ export function mcpOverrides(file: string): string[] {
       'command' in server
         ? { command: server.command, args: server.args, env: server.env, cwd: server.cwd }
         : { url: server.url, http_headers: server.headers };
+    if (server.default_tools_approval_mode !== undefined) table.default_tools_approval_mode = server.default_tools_approval_mode;
     out.push(`mcp_servers.${name}=${tomlValue(table)}`);
   }
   return out;
