@@ -26,7 +26,11 @@ export const command = defineCommand({
       if (command.length === 0) throw new CalError('usage', 'a command to run is required after --');
       const waitSeconds = opts.wait === undefined ? undefined : opts.wait === true || opts.wait === 'forever' ? Infinity : parseSeconds(String(opts.wait), '--wait');
       const store = await StateStore.open(global.stateDir);
-      const held = await store.locks.acquire(namedLock(name), { waitSeconds });
+      const held = await store.locks.acquire(namedLock(name), { waitSeconds }).catch((err: unknown) => {
+        // The lock's file name is cal's business: the message names the lock as the user did.
+        if (err instanceof CalError) throw new CalError(err.kind, err.message.replace(namedLock(name), `lock ${name}`), err.details);
+        throw err;
+      });
       try {
         const res = await execa(command[0] as string, command.slice(1), { stdio: 'inherit', reject: false });
         if (res.exitCode !== undefined) return res.exitCode;

@@ -268,8 +268,10 @@ export class AgentSessions {
       });
     } catch (err) {
       const e = toCalError(err);
-      await journal.set(e.kind === 'interrupted' ? 'interrupted' : 'failed', { error: { kind: e.kind, message: e.message } });
-      throw new CalError(e.kind, e.message, { ...e.details, handle: initial.id, turn: journal.turn.id });
+      // The lock's file name is cal's business: the message names the handle.
+      const message = e.message.replace(handleLockName(initial.id), `handle ${initial.id}`);
+      await journal.set(e.kind === 'interrupted' ? 'interrupted' : 'failed', { error: { kind: e.kind, message } });
+      throw new CalError(e.kind, message, { ...e.details, handle: initial.id, turn: journal.turn.id });
     }
     try {
       try {
