@@ -4,17 +4,32 @@ import path from 'node:path';
 import type { PinnedCli } from '../../handles/schema.js';
 import { findExecutable, readVersion } from '../resolve.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
+import { pinSupported, type SupportedVersions } from '../versions.js';
 import { claudeConfigDir, createManagedHome, preAnswerDialogs } from './home.js';
-import { ClaudeTurnObserver, classifyRecord, normaliseForMatch, userText } from './transcript.js';
+import { blockedPrompt, classifyRecord, normaliseForMatch, userText } from './records.js';
+import { writeHookSettings } from './signals.js';
+import { ClaudeTurnObserver } from './transcript.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
 
-/** Settings cal always adds: no self-update (it ran a global npm install here), no side traffic. */
+/**
+ * Settings cal always adds: no self-update (it ran a global npm install here), no side traffic,
+ * and no prompt suggestions (a forked request after every turn that nobody reads in a pane cal
+ * drives; on 2.1.29 it made the next turn's answer go missing from the transcript).
+ */
 const claudeEnv = {
   DISABLE_AUTOUPDATER: '1',
   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
   DISABLE_TELEMETRY: '1',
   DISABLE_ERROR_REPORTING: '1',
+  CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION: 'false',
 } as const;
+
+/**
+ * Measured with the real binaries (docs/certify.md, "Version matrix"): the oldest release that
+ * passes start → paste → kill-tmux → native resume → recall with the Stop hook, and the newest
+ * certified.
+ */
+export const claudeCodeVersions: SupportedVersions = { floor: '2.0.12', certified: '2.1.332' };
 
 /** The folder name Claude Code derives from a working directory. */
 export function projectSlug(cwd: string): string {
@@ -32,10 +47,11 @@ export const claudeCodeAdapter: CliAdapter = {
     needsStableWorkingDir: true,
   },
   envNames: ['HOME', 'ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN'],
+  versions: claudeCodeVersions,
 
   async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
     const found = findExecutable('claude', cliPath, env);
-    return { ...found, version: await readVersion(found.realPath, { ...env, ...claudeEnv }) };
+    return pinSupported('Claude Code', { ...found, version: await readVersion(found.realPath, { ...env, ...claudeEnv }) }, claudeCodeVersions);
   },
 
   async prepare(env: Record<string, string>, config: SessionConfig): Promise<void> {
@@ -50,6 +66,14 @@ export const claudeCodeAdapter: CliAdapter = {
     if (req.config.systemPrompt) argv.push('--append-system-prompt', req.config.systemPrompt);
     if (req.config.mcpConfigPath) argv.push('--mcp-config', req.config.mcpConfigPath);
     if (req.config.toolPolicy !== 'default') argv.push('--permission-mode', req.config.toolPolicy);
+    // The second end-of-turn signal: a Stop hook in a settings file of this handle's own, merged
+    // by the CLI with the user's settings (signals.ts).
+    let signalFile: string | null = null;
+    if (req.sessionDir) {
+      const hooks = writeHookSettings(req.sessionDir);
+      argv.push('--settings', hooks.settingsFile);
+      signalFile = hooks.signalFile;
+    }
     // The first message of a launch goes in argv: the TUI submits it exactly once it is ready
     // (measured more reliable than pasting into a pane that is still starting). `--` keeps a
     // message that starts with '-' from being read as a flag, and ends variadic --mcp-config.
@@ -60,6 +84,7 @@ export const claudeCodeAdapter: CliAdapter = {
       cwd: req.config.cwd,
       deliversMessage: true,
       sessionId,
+      signalFile,
     };
   },
 
@@ -78,9 +103,15 @@ export const claudeCodeAdapter: CliAdapter = {
     for (const file of candidates) {
       const read = await readJsonlFrom(file, 0);
       if (read.missing) continue;
-      // Bound only once the CLI recorded our message: that is when the id becomes resumable.
+      // Bound only once the CLI recorded our message: that is when the id becomes resumable. A
+      // prompt a UserPromptSubmit hook blocked is recorded only as the hook's notice, which
+      // still binds (the turn then settles as failed).
       const recorded = read.records.some((r) => {
         const rec = classifyRecord(r.value);
+        if (rec.kind === 'system') {
+          const blocked = blockedPrompt(rec.record);
+          return blocked !== null && normaliseForMatch(blocked.prompt).includes(needle);
+        }
         if (rec.kind !== 'user') return false;
         const text = userText(rec.record);
         return text !== null && normaliseForMatch(text).includes(needle);
