@@ -79,11 +79,24 @@ describe('Codex command line', () => {
     expect(fresh.argv).not.toContain('resume');
 
     const resume = codexAdapter.launch({ cli, env: { HOME: '/h', [LAUNCH_TAG_ENV]: 'old' }, config: config(dir), mode: 'resume', sessionId: 'sid-1', message: 'hello' });
-    expect(resume.argv.slice(-4)).toEqual(['resume', 'sid-1', '--', 'hello']);
+    const at = resume.argv.indexOf('resume');
+    expect(resume.argv.slice(at, at + 2)).toEqual(['resume', 'sid-1']);
+    expect(resume.argv.slice(-2)).toEqual(['--', 'hello']);
+    // The overrides are given to the subcommand too (older releases do not pass them down).
+    expect(resume.argv.slice(at + 2, -2)).toEqual(resume.argv.slice(2, at));
+    expect(resume.argv.slice(at + 2, -2)).toContain('tui.resume_cwd="session"');
     expect(resume.env[LAUNCH_TAG_ENV]).toBeUndefined();
     expect(codexAdapter.pasteText('/status')).toBe(' /status');
     expect(codexAdapter.pasteText('!ls')).toBe(' !ls');
     expect(codexAdapter.pasteText('plain')).toBe('plain');
+  });
+
+  it('gives --no-daemon only to releases that have it (0.156.0 on); older ones refuse it', () => {
+    const launch = (version: string) => codexAdapter.launch({ cli: { path: '/x/codex', realPath: '/x/native/codex', version }, env: {}, config: config(dir), mode: 'fresh', sessionId: null, message: 'hi' });
+    expect(launch('0.156.0').argv[1]).toBe('--no-daemon');
+    expect(launch('0.171.0').argv[1]).toBe('--no-daemon');
+    expect(launch('0.155.0').argv).not.toContain('--no-daemon');
+    expect(launch('0.100.0').argv).not.toContain('--no-daemon');
   });
 });
 
