@@ -1,0 +1,255 @@
+import { realpathSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { claudeCodeAdapter } from '../../src/adapters/claude-code/index.js';
+import { codexAdapter } from '../../src/adapters/codex/index.js';
+import { startModelServer, type ModelServer } from '../../src/model/server.js';
+import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir, type CalRun } from '../support/cal.js';
+import { claudeTestEnv, makeWorkDir } from '../support/claude-home.js';
+import { matrixBin, matrixVersions, missingMatrix, type MatrixProvider } from '../support/cli-matrix.js';
+import { codexTestEnv } from '../support/codex-home.js';
+import { removeScratch } from '../support/scratch.js';
+
+/**
+ * Issue 16 acceptance through the built `cal`, with real binaries of the version matrix
+ * (test/support/cli-matrix.json; .ci/run installs them into .tmp/clis/) against the scripted
+ * model. Needs the engine to hand `LaunchRequest.sessionDir` to the adapter and tail the
+ * launch's signal file (`feedSignal`): without that, releases that write no `turn_duration` for
+ * a turn wait for the timeout. Run under `flock /tmp/cal-realcli.lock`.
+ *
+ * A release of the matrix that is not installed fails the run when CAL_REQUIRE_MATRIX=1 (CI),
+ * else its tests are skipped and named.
+ */
+const TIMEOUT = ['--timeout', '90'];
+const oldestAndNewest = (p: MatrixProvider) => [matrixVersions(p)[0]!, matrixVersions(p).at(-1)!];
+
+function requireMatrix(provider: MatrixProvider): void {
+  const missing = missingMatrix(provider);
+  if (missing.length && process.env.CAL_REQUIRE_MATRIX === '1') {
+    throw new Error(`${provider} ${missing.join(', ')} of the version matrix are not installed: run scripts/install-cli-matrix.mjs`);
+  }
+}
+
+const installed = (p: MatrixProvider, v: string) => !missingMatrix(p).includes(v);
+
+describe('the version matrix matches what the adapters declare', () => {
+  it('the oldest release certified is the floor, the newest is the newest certified', () => {
+    expect(matrixVersions('claude-code')[0]).toBe(claudeCodeAdapter.versions.floor);
+    expect(matrixVersions('claude-code').at(-1)).toBe(claudeCodeAdapter.versions.certified);
+    expect(matrixVersions('codex')[0]).toBe(codexAdapter.versions.floor);
+    expect(matrixVersions('codex').at(-1)).toBe(codexAdapter.versions.certified);
+    requireMatrix('claude-code');
+    requireMatrix('codex');
+  });
+});
+
+describe('a release below the floor', () => {
+  let root: string;
+  beforeAll(async () => {
+    root = await scratchDir('below-floor');
+  });
+  afterAll(async () => {
+    await removeScratch(root);
+  });
+
+  it('fails with cli_unsupported (16) in under 2 s, naming the version and the floor, before any handle or turn exists', async () => {
+    const fake = path.join(root, 'claude');
+    await fs.writeFile(fake, '#!/bin/sh\necho "1.0.128 (Claude Code)"\n', { mode: 0o755 });
+    const state = path.join(root, 'state');
+    const env = baseEnv({ HOME: path.join(root, 'home') });
+    const t0 = Date.now();
+    const run = await runCal(['--state-dir', state, 'start', '--provider', 'claude-code', '--cli-path', fake, '--json', 'hello'], { env });
+    expect(Date.now() - t0).toBeLessThan(2000);
+    expect(run.code).toBe(16);
+    expect(run.json.error).toMatchObject({ kind: 'cli_unsupported', actual: '1.0.128', expected: `>=${claudeCodeAdapter.versions.floor}` });
+    expect(run.json.error.message).toContain('1.0.128');
+    expect(run.json.error.message).toContain(claudeCodeAdapter.versions.floor);
+    const plain = await runCal(['--state-dir', state, 'start', '--provider', 'claude-code', '--cli-path', fake, 'hello'], { env });
+    expect(plain.code).toBe(16);
+    expect(plain.stderr).toMatch(/^cal: cli_unsupported: Claude Code 1\.0\.128 .* older than /m);
+    const list = await runCal(['--state-dir', state, 'inspect', '--json'], { env });
+    expect(JSON.stringify(list.json)).not.toContain('claude-code');
+  });
+});
+
+interface Session {
+  server: ModelServer;
+  root: string;
+  state: string;
+  work: string;
+  env: Record<string, string>;
+  cal(args: string[]): Promise<CalRun>;
+  close(): Promise<void>;
+}
+
+async function claudeSession(version: string): Promise<Session> {
+  const server = await startModelServer({});
+  const root = realpathSync(await scratchDir(`claude-${version}`));
+  const state = path.join(root, 'state');
+  const work = await makeWorkDir(root);
+  const env = await claudeTestEnv(root, server.url, baseEnv({}));
+  // The user's own settings: Bash runs without asking (older releases ask by default).
+  await fs.mkdir(path.join(env.HOME!, '.claude'), { recursive: true });
+  await fs.writeFile(path.join(env.HOME!, '.claude', 'settings.json'), JSON.stringify(userSettings()));
+  return {
+    server,
+    root,
+    state,
+    work,
+    env,
+    cal: (args) => runCal(['--state-dir', state, ...args], { env, timeoutMs: 240_000 }),
+    async close() {
+      await killStateTmux(state);
+      await server.close();
+      await removeScratch(root);
+    },
+  };
+}
+
+function userSettings(hooks?: unknown): Record<string, unknown> {
+  return { skipDangerousModePermissionPrompt: true, permissions: { allow: ['Bash'] }, ...(hooks ? { hooks } : {}) };
+}
+
+async function codexSession(version: string): Promise<Session> {
+  const server = await startModelServer({});
+  const root = realpathSync(await scratchDir(`codex-${version}`));
+  const state = path.join(root, 'state');
+  const work = await makeWorkDir(root);
+  const { env } = await codexTestEnv(root, server.url, baseEnv({}));
+  return {
+    server,
+    root,
+    state,
+    work,
+    env,
+    cal: (args) => runCal(['--state-dir', state, ...args], { env, timeoutMs: 240_000 }),
+    async close() {
+      await killStateTmux(state);
+      await server.close();
+      await removeScratch(root);
+    },
+  };
+}
+
+/** start → paste → kill-tmux → native resume → recall, through cal. */
+async function loop(s: Session, provider: string, cliPath: string): Promise<void> {
+  const start = await s.cal(['start', '--provider', provider, '--cli-path', cliPath, '--cwd', s.work, ...TIMEOUT, 'Remember the codeword MANGO.']);
+  expect(start.stderr).toMatch(/^handle: /m);
+  expect(start.code, start.stderr).toBe(0);
+  expect(start.stdout.trim()).toBe('OK, I will remember the codeword MANGO.');
+  const handle = handleFromStderr(start.stderr)!;
+
+  const paste = await s.cal(['continue', handle, ...TIMEOUT, '--json', '--events', 'What was the codeword?']);
+  expect(paste.code, paste.stderr).toBe(0);
+  expect(paste.json.turn).toMatchObject({ status: 'completed', answer: 'The codeword was MANGO.' });
+
+  expect((await s.cal(['kill-tmux', handle])).code).toBe(0);
+  s.server.clearLog();
+  const resume = await s.cal(['continue', handle, ...TIMEOUT, '--json', '--events', 'What was the codeword, again?']);
+  expect(resume.code, resume.stderr).toBe(0);
+  expect(resume.json.turn).toMatchObject({ status: 'completed', answer: 'The codeword was MANGO.' });
+  const events = resume.stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l).event);
+  expect(events).toEqual(expect.arrayContaining(['lost_tmux', 'resuming', 'completed']));
+  // Native resume: the model saw the earlier turns once each, and only the one new message.
+  const turn = s.server.turnRequests().filter((r) => r.lastUserMessage === 'What was the codeword, again?');
+  expect(turn.length).toBeGreaterThan(0);
+  expect(turn[0]!.userMessages.filter((m) => m === 'What was the codeword, again?')).toHaveLength(1);
+}
+
+describe.each(oldestAndNewest('claude-code'))('Claude Code %s through cal', (version) => {
+  const skip = !installed('claude-code', version);
+  let s: Session;
+  beforeAll(async () => {
+    if (!skip) s = await claudeSession(version);
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it.skipIf(skip)('start → paste → kill-tmux → native resume → recall', async () => {
+    await loop(s, 'claude-code', matrixBin('claude-code', version));
+  }, 300_000);
+});
+
+describe.each(oldestAndNewest('codex'))('Codex %s through cal', (version) => {
+  const skip = !installed('codex', version);
+  let s: Session;
+  beforeAll(async () => {
+    if (!skip) s = await codexSession(version);
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it.skipIf(skip)('start → paste → kill-tmux → native resume → recall', async () => {
+    await loop(s, 'codex', matrixBin('codex', version));
+  }, 300_000);
+});
+
+describe.each(matrixVersions('claude-code'))('Claude Code %s: turns end when the CLI finishes', (version) => {
+  const skip = !installed('claude-code', version);
+  let s: Session;
+  let handle = '';
+  beforeAll(async () => {
+    if (skip) return;
+    s = await claudeSession(version);
+    const start = await s.cal(['start', '--provider', 'claude-code', '--cli-path', matrixBin('claude-code', version), '--cwd', s.work, ...TIMEOUT, 'Remember the codeword FIG.']);
+    expect(start.code, start.stderr).toBe(0);
+    handle = handleFromStderr(start.stderr)!;
+  }, 120_000);
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  /** How long after the CLI wrote the turn's last assistant record cal returned. */
+  async function lag(run: CalRun, finishedBefore: number): Promise<number> {
+    const view = (await s.cal(['inspect', handle, '--json'])).json;
+    const lines = (await fs.readFile(view.provider.transcript.path, 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const last = lines.filter((r) => r.type === 'assistant').at(-1);
+    return finishedBefore - Date.parse(last.timestamp);
+  }
+
+  it.skipIf(skip)('a 5-second turn ends within a second of the CLI finishing', async () => {
+    const run = await s.cal(['continue', handle, ...TIMEOUT, '--json', '[[cal:delay=5000]] What was the codeword?']);
+    const returned = Date.now();
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.json.turn).toMatchObject({ status: 'completed', answer: 'The codeword was FIG.' });
+    expect(await lag(run, returned)).toBeLessThan(1000);
+  }, 120_000);
+
+  it.skipIf(skip)('a 40-second tool turn ends within a second of the CLI finishing', async () => {
+    const run = await s.cal(['continue', handle, ...TIMEOUT, '--json', 'Wait for it [[cal:shell=sleep 40; echo slept-forty]]']);
+    const returned = Date.now();
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.json.turn).toMatchObject({ status: 'completed', answer: 'Tool finished: slept-forty' });
+    expect(await lag(run, returned)).toBeLessThan(1000);
+  }, 150_000);
+});
+
+describe.each(oldestAndNewest('claude-code'))('Claude Code %s: a prompt blocked by a UserPromptSubmit hook', (version) => {
+  const skip = !installed('claude-code', version);
+  let s: Session;
+  beforeAll(async () => {
+    if (skip) return;
+    s = await claudeSession(version);
+    // The user's own hook (in their settings, which cal never writes): it blocks any prompt naming BLOCKME.
+    const hook = `${process.execPath} -e 'let d="";process.stdin.on("data",c=>d+=c).on("end",()=>{if(d.includes("BLOCKME")){process.stderr.write("no BLOCKME here");process.exit(2)}})'`;
+    await fs.writeFile(path.join(s.env.HOME!, '.claude', 'settings.json'), JSON.stringify(userSettings({ UserPromptSubmit: [{ hooks: [{ type: 'command', command: hook }] }] })));
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it.skipIf(skip)('is turn_failed (10) with the hook\'s text, and the session goes on', async () => {
+    const start = await s.cal(['start', '--provider', 'claude-code', '--cli-path', matrixBin('claude-code', version), '--cwd', s.work, ...TIMEOUT, 'Remember the codeword PEAR.']);
+    expect(start.code, start.stderr).toBe(0);
+    const handle = handleFromStderr(start.stderr)!;
+    await s.cal(['kill-tmux', handle]);
+    const blocked = await s.cal(['continue', handle, ...TIMEOUT, '--json', 'BLOCKME please']);
+    expect(blocked.code, blocked.stderr).toBe(10);
+    expect(blocked.json.turn.status).toBe('failed');
+    expect(blocked.json.error.message).toContain('no BLOCKME here');
+    expect(s.server.turnRequests().some((r) => (r.lastUserMessage ?? '').includes('BLOCKME'))).toBe(false);
+  }, 300_000);
+});
