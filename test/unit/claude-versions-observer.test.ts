@@ -133,6 +133,14 @@ describe('Claude Code releases without stop_hook_summary or turn_duration end on
     expect(r.endedAt! - stop.at).toBeLessThan(STOP_GRACE_MS + 100);
   });
 
+  it('2.0.12: read later in one go (cal recover), the turn has ended at once', () => {
+    const events = until(timeline('2.0.12-interactive-loop-resume'), 'What was the codeword, again?');
+    const o = new ClaudeTurnObserver('What was the codeword?');
+    vi.setSystemTime(events.at(-1)!.at + 10_000);
+    for (const e of events) (e.kind === 'record' ? o.feed(e.value) : o.feedSignal(e.value));
+    expect(o.observation).toMatchObject({ phase: 'ended', status: 'completed', answer: 'The codeword was KIWI.' });
+  });
+
   it('2.0.22: a subagent warmup written into the session file is never taken for the prompt or the answer', () => {
     const r = replay(timeline('2.0.22-interactive-loop-resume-sidechain-warmup'), 'Remember the codeword KIWI.');
     expect(r.observation).toMatchObject({ status: 'completed', answer: 'OK, I will remember the codeword KIWI.' });

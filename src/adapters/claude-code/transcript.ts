@@ -177,7 +177,9 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
   private onStop(signal: StopSignal, now: number): void {
     if (!this.isOurStop(signal)) return;
     this.stopsRun++;
-    this.lastStop = { signal, seenAt: now };
+    // From when the hook ran, when that is known: a signal read late (cal recover, a busy
+    // machine) has waited its grace already.
+    this.lastStop = { signal, seenAt: Math.min(now, signal.receivedAt ?? now) };
     this.settle(now);
   }
 
