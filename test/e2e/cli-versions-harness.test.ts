@@ -15,7 +15,17 @@ import { matrixBin, matrixVersions, missingMatrix, type MatrixProvider } from '.
  */
 const enabled = process.env.CAL_ADAPTER_HARNESS === '1';
 const installed = (p: MatrixProvider, v: string) => enabled && !missingMatrix(p).includes(v);
+/**
+ * A tool call that takes 40 s. Not `sleep 40; echo …`: Claude Code 2.1.3xx refuses a long sleep
+ * followed by a command ("Blocked: sleep 40 followed by: …, use Monitor").
+ */
+const FORTY_SECOND_TOOL = `Wait for it [[cal:shell=node -e "setTimeout(() => console.log('slept-forty'), 40000)"]]`;
 const oldestAndNewest = (p: MatrixProvider) => [matrixVersions(p)[0]!, matrixVersions(p).at(-1)!];
+
+/** "Within a second of the CLI finishing": of its last end record or Stop hook (the final answer record comes before those). */
+function report(version: string, what: string, turn: Awaited<ReturnType<Harness['turn']>>): void {
+  console.info(`Claude Code ${version}: the ${what} ended ${turn.endedAt - turn.cliFinishedAt!} ms after the CLI finished it, ${turn.endedAt - turn.lastAssistantAt!} ms after its final answer record`);
+}
 
 function ended(turn: Awaited<ReturnType<Harness['turn']>>) {
   return turn.observation.phase === 'ended' ? turn.observation : null;
@@ -27,9 +37,10 @@ describe.each(matrixVersions('claude-code'))('Claude Code %s (adapter + tmux)', 
   beforeAll(async () => {
     if (skip) return;
     h = await adapterHarness(claudeCodeAdapter, matrixBin('claude-code', version), { prefix: `h-claude-${version}` });
-    // The user's own settings: Bash runs without asking (older releases ask by default).
+    // The user's own settings: Bash runs without asking, in accept-edits mode (auto mode, the
+    // default of 2.1.3xx, wants a server-side check the scripted model does not give).
     await fs.mkdir(path.join(h.env.HOME!, '.claude'), { recursive: true });
-    await fs.writeFile(path.join(h.env.HOME!, '.claude', 'settings.json'), JSON.stringify({ skipDangerousModePermissionPrompt: true, permissions: { allow: ['Bash'] } }));
+    await fs.writeFile(path.join(h.env.HOME!, '.claude', 'settings.json'), JSON.stringify({ skipDangerousModePermissionPrompt: true, permissions: { defaultMode: 'acceptEdits', allow: ['Bash'] } }));
   });
   afterAll(async () => {
     await h?.close();
@@ -52,13 +63,15 @@ describe.each(matrixVersions('claude-code'))('Claude Code %s (adapter + tmux)', 
   it.skipIf(skip)('a 5-second turn ends within a second of the CLI finishing', async () => {
     const turn = await h.turn('[[cal:delay=5000]] Take your time.');
     expect(ended(turn)).toMatchObject({ status: 'completed', answer: 'Received: Take your time.' });
-    expect(turn.endedAt - turn.lastAssistantAt!).toBeLessThan(1000);
+    report(version, '5 s turn', turn);
+    expect(turn.endedAt - turn.cliFinishedAt!).toBeLessThan(1000);
   }, 60_000);
 
   it.skipIf(skip)('a 40-second tool turn ends within a second of the CLI finishing', async () => {
-    const turn = await h.turn('Wait for it [[cal:shell=sleep 40; echo slept-forty]]', 120_000);
+    const turn = await h.turn(FORTY_SECOND_TOOL, 120_000);
     expect(ended(turn)).toMatchObject({ status: 'completed', answer: 'Tool finished: slept-forty' });
-    expect(turn.endedAt - turn.lastAssistantAt!).toBeLessThan(1000);
+    report(version, '40 s tool turn', turn);
+    expect(turn.endedAt - turn.cliFinishedAt!).toBeLessThan(1000);
   }, 150_000);
 });
 

@@ -22,6 +22,11 @@ import { removeScratch } from '../support/scratch.js';
  * else its tests are skipped and named.
  */
 const TIMEOUT = ['--timeout', '90'];
+/**
+ * A tool call that takes 40 s. Not `sleep 40; echo …`: Claude Code 2.1.3xx refuses a long sleep
+ * followed by a command ("Blocked: sleep 40 followed by: …, use Monitor").
+ */
+const FORTY_SECOND_TOOL = `Wait for it [[cal:shell=node -e "setTimeout(() => console.log('slept-forty'), 40000)"]]`;
 const oldestAndNewest = (p: MatrixProvider) => [matrixVersions(p)[0]!, matrixVersions(p).at(-1)!];
 
 function requireMatrix(provider: MatrixProvider): void {
@@ -89,7 +94,6 @@ async function claudeSession(version: string): Promise<Session> {
   const state = path.join(root, 'state');
   const work = await makeWorkDir(root);
   const env = await claudeTestEnv(root, server.url, baseEnv({}));
-  // The user's own settings: Bash runs without asking (older releases ask by default).
   await fs.mkdir(path.join(env.HOME!, '.claude'), { recursive: true });
   await fs.writeFile(path.join(env.HOME!, '.claude', 'settings.json'), JSON.stringify(userSettings()));
   return {
@@ -107,8 +111,12 @@ async function claudeSession(version: string): Promise<Session> {
   };
 }
 
+/**
+ * The user's own settings: Bash runs without asking, in accept-edits mode (auto mode, the default
+ * of 2.1.3xx, wants a server-side check the scripted model does not give).
+ */
 function userSettings(hooks?: unknown): Record<string, unknown> {
-  return { skipDangerousModePermissionPrompt: true, permissions: { allow: ['Bash'] }, ...(hooks ? { hooks } : {}) };
+  return { skipDangerousModePermissionPrompt: true, permissions: { defaultMode: 'acceptEdits', allow: ['Bash'] }, ...(hooks ? { hooks } : {}) };
 }
 
 async function codexSession(version: string): Promise<Session> {
@@ -202,12 +210,20 @@ describe.each(matrixVersions('claude-code'))('Claude Code %s: turns end when the
     await s?.close();
   });
 
-  /** How long after the CLI wrote the turn's last assistant record cal returned. */
-  async function lag(run: CalRun, finishedBefore: number): Promise<number> {
+  /**
+   * How long after the CLI finished the turn cal returned: after the latest of the turn's final
+   * answer record and the end records the CLI writes once its Stop hooks ran (`stop_hook_summary`,
+   * `turn_duration`, or the hook notice of older releases).
+   */
+  async function lag(returned: number): Promise<number> {
     const view = (await s.cal(['inspect', handle, '--json'])).json;
     const lines = (await fs.readFile(view.provider.transcript.path, 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
-    const last = lines.filter((r) => r.type === 'assistant').at(-1);
-    return finishedBefore - Date.parse(last.timestamp);
+    const lastUser = lines.map((r, i) => (r.type === 'user' && typeof r.message?.content === 'string' ? i : -1)).reduce((a, b) => Math.max(a, b), -1);
+    const ends = lines
+      .slice(lastUser + 1)
+      .filter((r) => r.type === 'assistant' || (r.type === 'system' && ['stop_hook_summary', 'turn_duration', 'informational'].includes(r.subtype)))
+      .map((r) => Date.parse(r.timestamp));
+    return returned - Math.max(...ends);
   }
 
   it.skipIf(skip)('a 5-second turn ends within a second of the CLI finishing', async () => {
@@ -215,15 +231,15 @@ describe.each(matrixVersions('claude-code'))('Claude Code %s: turns end when the
     const returned = Date.now();
     expect(run.code, run.stderr).toBe(0);
     expect(run.json.turn).toMatchObject({ status: 'completed', answer: 'The codeword was FIG.' });
-    expect(await lag(run, returned)).toBeLessThan(1000);
+    expect(await lag(returned)).toBeLessThan(1000);
   }, 120_000);
 
   it.skipIf(skip)('a 40-second tool turn ends within a second of the CLI finishing', async () => {
-    const run = await s.cal(['continue', handle, ...TIMEOUT, '--json', 'Wait for it [[cal:shell=sleep 40; echo slept-forty]]']);
+    const run = await s.cal(['continue', handle, ...TIMEOUT, '--json', FORTY_SECOND_TOOL]);
     const returned = Date.now();
     expect(run.code, run.stderr).toBe(0);
     expect(run.json.turn).toMatchObject({ status: 'completed', answer: 'Tool finished: slept-forty' });
-    expect(await lag(run, returned)).toBeLessThan(1000);
+    expect(await lag(returned)).toBeLessThan(1000);
   }, 150_000);
 });
 

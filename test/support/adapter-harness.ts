@@ -21,6 +21,12 @@ export interface HarnessTurn {
   endedAt: number;
   /** The `timestamp` of the last assistant record of the turn (Claude Code), or null. */
   lastAssistantAt: number | null;
+  /**
+   * When the CLI was done with the turn by its own records: the latest of its last assistant
+   * record, its end records (`stop_hook_summary`, `turn_duration`, the hook notice older
+   * releases write) and the time its Stop hook ran (Claude Code), or null.
+   */
+  cliFinishedAt: number | null;
   /** When the CLI's own end record was written (Codex `task_complete`), or null. */
   endRecordAt: number | null;
 }
@@ -75,6 +81,10 @@ export async function adapterHarness(adapter: CliAdapter, cliPath: string, opts:
     }
     let lastAssistantAt: number | null = null;
     let endRecordAt: number | null = null;
+    let cliFinishedAt: number | null = null;
+    const finished = (t: number) => {
+      if (!Number.isNaN(t) && t >= sentAt.getTime()) cliFinishedAt = Math.max(cliFinishedAt ?? 0, t);
+    };
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       if (!transcript) {
@@ -86,7 +96,11 @@ export async function adapterHarness(adapter: CliAdapter, cliPath: string, opts:
       }
       if (signals && observer.feedSignal) {
         const read = await readJsonlFrom(signals.path, signals.offset);
-        for (const rec of read.records) observer.feedSignal(rec.value);
+        for (const rec of read.records) {
+          observer.feedSignal(rec.value);
+          const sig = rec.value as { hook_event_name?: string; cal_received_at?: string };
+          if (sig.hook_event_name === 'Stop' && sig.cal_received_at) finished(Date.parse(sig.cal_received_at));
+        }
         signals.offset = read.offset;
       }
       if (transcript) {
@@ -94,15 +108,28 @@ export async function adapterHarness(adapter: CliAdapter, cliPath: string, opts:
         for (const rec of read.records) {
           observer.feed(rec.value);
           transcript.offset = rec.endOffset;
-          const v = rec.value as { type?: string; timestamp?: string; payload?: { type?: string } };
-          if (observer.observation.phase === 'running' && v.type === 'assistant' && v.timestamp) lastAssistantAt = Date.parse(v.timestamp);
-          if (v.payload?.type === 'task_complete' && v.timestamp) endRecordAt = Date.parse(v.timestamp);
+          const v = rec.value as { type?: string; subtype?: string; timestamp?: string; payload?: { type?: string } };
+          const at = v.timestamp ? Date.parse(v.timestamp) : NaN;
+          if (observer.observation.phase !== 'waiting') {
+            // The record that ends the turn counts too (the end may be read in the same poll as the answer).
+            if (v.type === 'assistant') lastAssistantAt = at;
+            if (v.type === 'assistant' || (v.type === 'system' && ['stop_hook_summary', 'turn_duration', 'informational'].includes(v.subtype ?? ''))) finished(at);
+          }
+          if (v.payload?.type === 'task_complete') endRecordAt = at;
           if (observer.observation.phase === 'ended') break;
         }
         if (observer.observation.phase !== 'ended') transcript.offset = read.offset;
       }
       const obs = observer.observation;
-      if (obs.phase === 'ended') return { observation: obs, endedAt: Date.now(), lastAssistantAt, endRecordAt };
+      const endedAt = Date.now();
+      if (obs.phase === 'ended') {
+        // A Stop signal written just before the transcript record that ended the turn.
+        if (signals) for (const rec of (await readJsonlFrom(signals.path, signals.offset)).records) {
+          const sig = rec.value as { hook_event_name?: string; cal_received_at?: string };
+          if (sig.hook_event_name === 'Stop' && sig.cal_received_at) finished(Date.parse(sig.cal_received_at));
+        }
+        return { observation: obs, endedAt, lastAssistantAt, cliFinishedAt, endRecordAt };
+      }
       if (paneId) {
         const state = await tmux.paneState(paneId);
         if (!state.exists || state.dead) throw new Error(`the CLI's pane died: ${(await tmux.capture(paneId).catch(() => '')).slice(-400)}`);
