@@ -19,7 +19,7 @@ export const exitCodes = {
   timeout: 14,
   /** `cal certify`: at least one certification failed (the CLI version does not keep the contract). */
   certification_failed: 15,
-  /** The CLI release is older than the oldest the adapter has proven (design §10). */
+  /** The CLI release is below the adapter's proven floor, lacks a needed flag, or writes a transcript cal cannot read. */
   cli_unsupported: 16,
 } as const;
 
@@ -48,6 +48,29 @@ export class CalError extends Error {
 
   get exitCode(): number {
     return exitCodes[this.kind];
+  }
+
+  /** stale_handle: the field that differs, and its recorded (expected) and requested (actual) values. */
+  get field(): string | undefined {
+    return this.details.field;
+  }
+
+  get expected(): unknown {
+    return this.details.expected;
+  }
+
+  get actual(): unknown {
+    return this.details.actual;
+  }
+
+  /** The handle id the failure concerns, when there is one. */
+  get handle(): string | undefined {
+    return this.details.handle;
+  }
+
+  /** The turn id the failure concerns, when a turn was recorded. */
+  get turn(): string | undefined {
+    return this.details.turn;
   }
 
   toJSON(): Record<string, unknown> {

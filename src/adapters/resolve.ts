@@ -1,8 +1,8 @@
-import { accessSync, constants as fsConstants, realpathSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { accessSync, constants as fsConstants, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { execa } from 'execa';
 import { CalError } from '../errors.js';
-import type { PinnedCli } from '../handles/schema.js';
+import type { FileIdentity, PinnedCli } from '../handles/schema.js';
 
 /** Finds an executable on PATH (or takes the given path) and returns its real path. */
 export function findExecutable(name: string, cliPath: string | undefined, env: Record<string, string>): { path: string; realPath: string } {
@@ -20,22 +20,62 @@ export function findExecutable(name: string, cliPath: string | undefined, env: R
 }
 
 /** Runs `<exe> --version` and extracts the first dotted version number. */
-export async function readVersion(executable: string, env: Record<string, string>, args = ['--version']): Promise<string> {
-  const res = await execa(executable, args, { env, extendEnv: false, reject: false, timeout: 30_000, stdin: 'ignore' });
-  const m = /(\d+\.\d+\.\d+(?:[-+][\w.]+)?)/.exec(`${res.stdout}\n${res.stderr}`);
-  if (!m?.[1]) throw new CalError('cli_missing', `${executable} --version printed no version (exit ${res.exitCode}); is it the right program?`);
-  return m[1];
+export function readVersion(executable: string, env: Record<string, string>, args = ['--version']): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(executable, args, { env, timeout: 30_000, maxBuffer: 1 << 20, encoding: 'utf8' }, (err, stdout, stderr) => {
+      const m = /(\d+\.\d+\.\d+(?:[-+][\w.]+)?)/.exec(`${stdout}\n${stderr}`);
+      if (m?.[1]) return resolve(m[1]);
+      const status = err ? (typeof err.code === 'number' ? `exit ${err.code}` : (err.signal ?? err.code ?? err.message)) : 'exit 0';
+      reject(new CalError('cli_missing', `${executable} --version printed no version (${status}); is it the right program?`));
+    });
+    child.stdin?.end();
+  });
 }
 
-/** The pinned executable must still be there, unchanged in version, at every continuation. */
-export async function checkPinned(pinned: PinnedCli, env: Record<string, string>, name: string): Promise<void> {
+/** The identity of a file (its real path), or null when it cannot be read. */
+export function fileIdentity(file: string): FileIdentity | null {
+  try {
+    const st = statSync(file);
+    return { size: st.size, mtimeMs: st.mtimeMs, dev: st.dev, ino: st.ino };
+  } catch {
+    return null;
+  }
+}
+
+function sameIdentity(a: FileIdentity, b: FileIdentity): boolean {
+  return a.size === b.size && a.mtimeMs === b.mtimeMs && a.dev === b.dev && a.ino === b.ino;
+}
+
+/**
+ * Pins an executable: its paths, its version (read once, here) and the identity of its real
+ * path, taken before the version is read so a binary replaced meanwhile is not trusted later.
+ */
+export async function pinCli(found: { path: string; realPath: string }, env: Record<string, string>): Promise<PinnedCli> {
+  const identity = fileIdentity(found.realPath);
+  const version = await readVersion(found.realPath, env);
+  return { path: found.path, realPath: found.realPath, version, ...(identity ? { identity } : {}) };
+}
+
+/**
+ * The pinned executable must still be there, in the version the handle was pinned to, at every
+ * continuation. The file's identity (size, mtime, device, inode of the real path) stands for its
+ * version: only a file that differs from the pinned one (or a handle pinned before identities
+ * were kept) is asked `--version` again, once. Returns the pin to keep (with the identity of the
+ * file as it is now, after such a re-read).
+ */
+export async function checkPinned(pinned: PinnedCli, env: Record<string, string>, name: string): Promise<PinnedCli> {
+  const gone = () => new CalError('cli_missing', `${name} ${pinned.version} pinned by this handle is gone from ${pinned.realPath}: reinstall that version or start a new session`);
   try {
     accessSync(pinned.realPath, fsConstants.X_OK);
   } catch {
-    throw new CalError('cli_missing', `${name} ${pinned.version} pinned by this handle is gone from ${pinned.realPath}: reinstall that version or start a new session`);
+    throw gone();
   }
+  const now = fileIdentity(pinned.realPath);
+  if (!now) throw gone();
+  if (pinned.identity && sameIdentity(pinned.identity, now)) return pinned;
   const version = await readVersion(pinned.realPath, env);
   if (version !== pinned.version) {
     throw new CalError('cli_missing', `${name} at ${pinned.realPath} is now version ${version}, but this handle is pinned to ${pinned.version}: reinstall ${pinned.version} or start a new session`);
   }
+  return { ...pinned, identity: now };
 }

@@ -110,6 +110,12 @@ export interface TurnObserver {
   readonly partialAnswer: string;
   /** Records that matched no known shape (counted, never fatal). */
   readonly unknownRecords: number;
+  /**
+   * True while the running turn's last record is a request the model has not answered yet (the
+   * prompt, or a tool result sent back), false while tools run or wait for a confirmation. Read
+   * only for `CliAdapter.stallKeys`; an observer that does not know leaves it unset.
+   */
+  readonly awaitingModel?: boolean;
 }
 
 /** What a turn shows while it runs (for --stream and the spinner). */
@@ -124,8 +130,20 @@ export interface StructuredTurnResult {
   transcriptPath: string | null;
 }
 
+export interface StructuredRunRequest extends LaunchRequest {
+  timeoutMs: number;
+  onProgress?: (progress: TurnProgress) => void;
+  /** Cancels the turn as Ctrl-C would (the CLI is interrupted; its stream ends the turn). */
+  signal?: AbortSignal;
+}
+
 export interface StructuredTransport {
-  run(req: LaunchRequest & { timeoutMs: number; onProgress?: (progress: TurnProgress) => void }): Promise<StructuredTurnResult>;
+  run(req: StructuredRunRequest): Promise<StructuredTurnResult>;
+}
+
+export interface StallKeys {
+  afterMs: number;
+  keys: string[];
 }
 
 export interface CliAdapter {
@@ -135,8 +153,8 @@ export interface CliAdapter {
   readonly capabilities: Capabilities;
   /** Environment variables the CLI needs by name (never their values), for the handle. */
   readonly envNames: readonly string[];
-  /** The releases this adapter runs: the oldest proven and the newest certified (design §10). */
-  readonly versions: SupportedVersions;
+  /** The releases this adapter runs: the oldest proven and the newest certified (design §10); unset for an adapter that has not measured its floor yet. */
+  readonly versions?: SupportedVersions;
   /**
    * The real executable (a native binary behind any wrapper) and its version, placed against
    * `versions`: a release below the floor is `cli_unsupported`, thrown before anything runs.
@@ -164,10 +182,31 @@ export interface CliAdapter {
    * the same burst as the paste (Gemini CLI). Unset: Enter right after the paste.
    */
   readonly pasteSubmitDelayMs?: number;
+  /**
+   * How soon the CLI records a message it took at its prompt (set only for CLIs that record the
+   * prompt at once, before any model reply). A message still unrecorded well past it means the
+   * CLI is not at its prompt (a dialog is open): the turn fails at once instead of waiting for
+   * the timeout. Launches get a longer bound (the TUI starts first).
+   */
+  readonly promptRecordedWithinMs?: number;
+  /**
+   * Keys for a TUI that holds a request the model keeps failing in a dialog and records nothing
+   * until it is answered (Gemini CLI): while the observer says the turn awaits the model and no
+   * record came for `afterMs`, the engine presses `keys` in the pane, then counts again. The keys
+   * must answer that dialog so the CLI records its error, and do nothing while a reply is merely
+   * slow. Unset: the engine never presses anything on its own.
+   */
+  readonly stallKeys?: StallKeys;
   structured?: StructuredTransport;
   /**
    * The environment that points this CLI at cal's scripted model, in a throwaway HOME (or CLI
    * home) under `dir` that cal manages: for demo, certify and tests. No key, no network.
    */
   scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>): Promise<Record<string, string>>;
+  /**
+   * Set when the CLI cannot be pointed at cal's scripted model (no local endpoint option): why.
+   * Then nothing offline can certify it; only a user's live run with the real CLI and a login
+   * (`cal certify --live`) can, and `cal inspect` marks it uncertified here.
+   */
+  readonly liveCertificationOnly?: string;
 }

@@ -86,7 +86,7 @@ export function versionSupport(cliName: string, version: string, supported: Supp
 }
 
 /** A resolved executable pinned with where its version stands (throws below the floor). */
-export function pinSupported(cliName: string, found: { path: string; realPath: string; version: string }, supported: SupportedVersions): PinnedCli {
+export function pinSupported(cliName: string, found: PinnedCli, supported: SupportedVersions): PinnedCli {
   const support = versionSupport(cliName, found.version, supported, found.path);
-  return { path: found.path, realPath: found.realPath, version: found.version, support, newestCertified: supported.certified };
+  return { ...found, support, newestCertified: supported.certified };
 }

@@ -7,8 +7,6 @@ import { execa } from 'execa';
 import type { Capabilities } from '../adapters/types.js';
 import type { PinnedCli, ProviderName, Transport } from '../handles/schema.js';
 import { startModelServer, type ModelRequestLogEntry, type ModelServer } from '../model/server.js';
-import { shutdownTransports } from '../sessions/cleanup.js';
-import { pressKeysInPane } from '../sessions/pane-keys.js';
 import { AgentSessions, type TurnResult } from '../sessions/agent-sessions.js';
 import type { TurnRecord } from '../state/turns.js';
 import { StateStore, type EventRecord } from '../state/store.js';
@@ -332,13 +330,13 @@ export class ScenarioContext {
 
   /** Presses keys in the session's pane, as a user at the terminal would. */
   async pressKeys(ref: string, keys: string[]): Promise<void> {
-    const sent = await pressKeysInPane(this.store, ref, keys);
+    const sent = await this.sessions.pressKeys(ref, keys);
     this.check(sent, 'the session has no pane to send keys to');
   }
 
   /** Kills the scenario's panes, servers and processes; removes its folder unless asked to keep it. */
   async dispose(keep: boolean): Promise<void> {
-    await shutdownTransports(this.store).catch(() => undefined);
+    await this.sessions.shutdownTransports().catch(() => undefined);
     for (const proxy of this.proxies) await proxy.close().catch(() => undefined);
     await this.server?.close().catch(() => undefined);
     // Anything still running with this scenario's folder in its command line, environment or

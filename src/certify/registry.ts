@@ -1,10 +1,12 @@
 import type { Capabilities } from '../adapters/types.js';
+import { CalError } from '../errors.js';
 import * as continuation from './scenarios/continuation.js';
 import * as hygiene from './scenarios/hygiene.js';
 import * as interruption from './scenarios/interruption.js';
 import * as launch from './scenarios/launch.js';
 import * as turns from './scenarios/turns.js';
-import { certIds, type Capability, type CertId, type Certification } from './types.js';
+import type { Certification } from './certification.js';
+import { certIds, type Capability, type CertId } from './types.js';
 
 /**
  * The registry of certifications. Each one backs one adapter capability: `cal certify` runs it
@@ -293,7 +295,7 @@ export const certifications: readonly Certification[] = [
 
 export function certification(id: CertId): Certification {
   const cert = certifications.find((c) => c.id === id);
-  if (!cert) throw new Error(`no certification ${id}`);
+  if (!cert) throw new CalError('internal', `no certification ${id}`);
   return cert;
 }
 

@@ -1,4 +1,4 @@
-import type { CertifyReport } from './runner.js';
+import type { CertifyReport } from './types.js';
 import type { CertOutcome } from './types.js';
 
 /**

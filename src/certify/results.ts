@@ -3,7 +3,8 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { ensurePrivateDir, readJsonFile, writeJsonAtomic } from '../state/fs.js';
-import type { CertifyReport } from './runner.js';
+import { CalError } from '../errors.js';
+import type { CertifyReport } from './types.js';
 import { certIds } from './types.js';
 
 /**
@@ -61,7 +62,7 @@ export function certificationsDir(stateRoot: string): string {
 }
 
 export function certificationFile(stateRoot: string, provider: string, version: string): string {
-  if (!SAFE_SEGMENT.test(provider) || !SAFE_SEGMENT.test(version)) throw new Error(`unsafe certification file name for ${provider} ${version}`);
+  if (!SAFE_SEGMENT.test(provider) || !SAFE_SEGMENT.test(version)) throw new CalError('usage', `unsafe certification file name for ${provider} ${version}`);
   return path.join(certificationsDir(stateRoot), provider, `${version}.json`);
 }
 

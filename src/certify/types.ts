@@ -1,5 +1,5 @@
 import type { Capabilities } from '../adapters/types.js';
-import type { ScenarioContext } from './context.js';
+import type { PinnedCli, ProviderName } from '../handles/schema.js';
 
 /**
  * Certification: proof, against the real CLI binary, that one version of a CLI keeps the
@@ -50,24 +50,6 @@ export type Priority = 'P0' | 'P1';
 
 export type CertArea = 'launch and context' | 'turns' | 'continuation' | 'interruption' | 'concurrency and hygiene';
 
-export interface Certification {
-  id: CertId;
-  area: CertArea;
-  priority: Priority;
-  /** The capability this certification backs: it runs for every adapter that claims it. */
-  capability: Capability;
-  /** What a pass proves, in one sentence. */
-  proves: string;
-  /** What the scenario does, in one or two sentences. */
-  scenario: string;
-  /**
-   * Whether the scenario can run against the vendor's real service (`--live`): true, or the
-   * reason it needs the scripted model (directives for delays, failures, tool calls, …).
-   */
-  live: true | string;
-  run(ctx: ScenarioContext): Promise<void>;
-}
-
 export type CertResult = 'pass' | 'fail' | 'skip';
 
 export interface CertOutcome {
@@ -89,4 +71,18 @@ export class CertFailure extends Error {
     super(message);
     this.name = 'CertFailure';
   }
+}
+
+/** One `cal certify` run: every outcome, in registry order. */
+export interface CertifyReport {
+  provider: ProviderName;
+  cli: PinnedCli;
+  mode: 'scripted' | 'live';
+  only: CertId[] | null;
+  startedAt: string;
+  finishedAt: string;
+  durationMs: number;
+  outcomes: CertOutcome[];
+  passed: boolean;
+  counts: { pass: number; fail: number; skip: number };
 }

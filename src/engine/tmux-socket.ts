@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { lstatSync, mkdirSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { CalError } from '../errors.js';
@@ -16,7 +16,9 @@ export async function tmuxSocketFor(transportDir: string): Promise<string> {
     return refuseNonSocket(direct);
   }
   const uid = typeof process.getuid === 'function' ? process.getuid() : 0;
-  const base = path.join(os.tmpdir(), `cal-${uid}`);
+  // Not $TMPDIR: a cal started with another TMPDIR must find the same server, or it would take
+  // a live pane for lost and resume the session into a second server (two CLIs on one session).
+  const base = path.join(existsSync('/tmp') ? '/tmp' : os.tmpdir(), `cal-${uid}`);
   mkdirSync(base, { recursive: true, mode: 0o700 });
   await ensurePrivateDir(base);
   const digest = createHash('sha256').update(transportDir).digest('hex').slice(0, 16);

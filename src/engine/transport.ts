@@ -1,29 +1,71 @@
-import type { ProviderHandle } from '../handles/schema.js';
+import type { ProviderHandle, TmuxLocation } from '../handles/schema.js';
+import { endTagged } from '../util/tagged-processes.js';
 import { TmuxServer } from '../tmux/tmux.js';
+import { PANE_TAG_ENV, paneAlive, samePane, type TmuxFactory } from './tmux-control.js';
+import { tmuxSocketFor } from './tmux-socket.js';
+
+/**
+ * The transport helpers the layers above use, behind the engine: they name a session by its
+ * provider handle and never see tmux. Each takes the tmux factory the engine was given.
+ */
+export const realTmux: TmuxFactory = (socket) => new TmuxServer(socket);
+
+/**
+ * Ends a pane and every process it started, wherever they went (a detached shell tool, an MCP
+ * server that ignores SIGHUP): no process of an ended pane may go on holding the session.
+ */
+export async function endPane(location: TmuxLocation, tmux: TmuxFactory = realTmux): Promise<boolean> {
+  const killed = await tmux(location.socket).killSession(location.session);
+  if (location.tag) await endTagged(`${PANE_TAG_ENV}=${location.tag}`);
+  return killed;
+}
 
 /** Ends a session's live transport (its tmux pane). Returns what was killed, or null. */
-export async function killTransport(handle: ProviderHandle): Promise<{ paneId: string } | null> {
+export async function killTransport(handle: ProviderHandle, tmux: TmuxFactory = realTmux): Promise<{ paneId: string } | null> {
   if (!handle.tmux) return null;
-  const killed = await new TmuxServer(handle.tmux.socket).killSession(handle.tmux.session);
+  const killed = await endPane(handle.tmux, tmux);
   return killed ? { paneId: handle.tmux.paneId } : null;
 }
 
-/** Whether the session's current pane is alive (for inspect; never a completion signal). */
-export async function transportAlive(handle: ProviderHandle): Promise<boolean> {
+/** Ends a tmux session by name on cal's socket for this state directory (an orphan pane). */
+export async function killPaneNamed(transportDir: string, session: string, tmux: TmuxFactory = realTmux): Promise<boolean> {
+  return tmux(await tmuxSocketFor(transportDir)).killSession(session);
+}
+
+/** Whether the session's current pane is alive and its own (for inspect; never a completion signal). */
+export async function transportAlive(handle: ProviderHandle, tmux: TmuxFactory = realTmux): Promise<boolean> {
   if (!handle.tmux) return false;
-  return new TmuxServer(handle.tmux.socket).isPaneAlive(handle.tmux.paneId);
+  return paneAlive(tmux(handle.tmux.socket), handle.tmux);
 }
 
 /** The pane's current screen, for people (inspect's preview); never an answer. */
-export async function transportScreen(handle: ProviderHandle, lines = 50): Promise<string | null> {
+export async function transportScreen(handle: ProviderHandle, lines = 50, tmux: TmuxFactory = realTmux): Promise<string | null> {
   if (!handle.tmux) return null;
-  const tmux = new TmuxServer(handle.tmux.socket);
-  if (!(await tmux.paneState(handle.tmux.paneId)).exists) return null;
-  return tmux.capture(handle.tmux.paneId, lines);
+  const server = tmux(handle.tmux.socket);
+  // Another session's pane under a reused id is not this session's screen.
+  if (!samePane(handle.tmux, await server.paneState(handle.tmux.paneId))) return null;
+  return server.capture(handle.tmux.paneId, lines);
 }
 
 /** argv that attaches a terminal to the session's pane on cal's own tmux socket. */
 export function attachArgv(handle: ProviderHandle): string[] | null {
   if (!handle.tmux) return null;
   return ['tmux', '-S', handle.tmux.socket, 'attach-session', '-t', `=${handle.tmux.session}`];
+}
+
+/**
+ * Presses keys in a session's current pane, as a person at the terminal would (certify's
+ * interrupt scenarios press Escape). Returns false when the session has no live pane.
+ */
+export async function pressKeys(handle: ProviderHandle, keys: string[], tmux: TmuxFactory = realTmux): Promise<boolean> {
+  if (!handle.tmux) return false;
+  const server = tmux(handle.tmux.socket);
+  if (!(await paneAlive(server, handle.tmux))) return false;
+  await server.sendKeys(handle.tmux.paneId, keys);
+  return true;
+}
+
+/** Ends every pane of one state directory (its own tmux server): for demo and certify scratch state. */
+export async function shutdownTransports(transportDir: string, tmux: TmuxFactory = realTmux): Promise<void> {
+  await tmux(await tmuxSocketFor(transportDir)).killServer();
 }

@@ -6,7 +6,7 @@ import { z } from 'zod';
  */
 export const HANDLE_SCHEMA_VERSION = 1;
 
-export const providerNames = ['claude-code', 'codex', 'gemini', 'pi', 'cursor', 'anthropic', 'openai'] as const;
+export const providerNames = ['claude-code', 'codex', 'gemini', 'pi', 'cursor', 'agy', 'anthropic', 'openai'] as const;
 export const ProviderName = z.enum(providerNames);
 export type ProviderName = z.infer<typeof ProviderName>;
 
@@ -19,6 +19,11 @@ export const DirIdentity = z.object({
   realPath: z.string(),
   dev: z.number(),
   ino: z.number(),
+  /**
+   * When the filesystem records it. A folder deleted and recreated can get its inode back (ext4
+   * hands it out again at once when no process holds the folder), but never its birth time.
+   */
+  birthtimeMs: z.number().optional(),
 });
 export type DirIdentity = z.infer<typeof DirIdentity>;
 
@@ -26,13 +31,28 @@ export const TmuxLocation = z.object({
   socket: z.string(),
   session: z.string(),
   paneId: z.string(),
+  /** The pane's process when it was launched: with the session name, tells a reused pane id apart. */
+  panePid: z.number().int().positive().optional(),
+  /** The environment tag every process of the pane inherits, so none outlives the pane. */
+  tag: z.string().regex(/^[a-z0-9-]{8,64}$/).optional(),
 });
 export type TmuxLocation = z.infer<typeof TmuxLocation>;
+
+/** What a file is on disk now: an installed or replaced binary differs in at least one field. */
+export const FileIdentity = z.object({
+  size: z.number(),
+  mtimeMs: z.number(),
+  dev: z.number(),
+  ino: z.number(),
+});
+export type FileIdentity = z.infer<typeof FileIdentity>;
 
 export const PinnedCli = z.object({
   path: z.string(),
   realPath: z.string(),
   version: z.string(),
+  /** The real path's identity when its version was read; absent in handles from before it was kept. */
+  identity: FileIdentity.optional(),
   /**
    * Where the version stood against the adapter when it was pinned (design §10): `certified`
    * from the adapter's floor up to the newest release it has certified, `newer_than_certified`
@@ -63,6 +83,8 @@ export const ProviderHandle = z.object({
   status: z.enum(['active', 'idle', 'lost', 'closed']),
   cli: PinnedCli.nullable(),
   transcript: TranscriptCursor.nullable(),
+  /** The file the CLI's hooks append end-of-turn signals to, where the adapter set one up. */
+  signals: TranscriptCursor.nullable().default(null),
   /** Names (never values) of the environment variables the session needs. */
   envNames: z.array(z.string()).default([]),
 });

@@ -12,6 +12,7 @@ import { openaiResponses } from './dialects/openai-responses.js';
 import { planReply, replySummary } from './reply.js';
 import { RequestLog, type ModelRequestLogEntry } from './request-log.js';
 import { estimateTokens, hashId } from './text.js';
+import { readBody, sleep, TooLargeError } from './http-body.js';
 import { RequestError, type DialectModule, type HttpRequestInfo, type ParsedModelRequest, type ReplyPlan, type ToolCall } from './types.js';
 
 export type { ModelRequestLogEntry } from './request-log.js';
@@ -52,50 +53,6 @@ export function isLoopbackHost(host: string): boolean {
 }
 
 const MODEL_IDS = ['scripted-model'];
-
-class TooLargeError extends Error {}
-
-function readBody(req: http.IncomingMessage, max: number): Promise<Buffer> {
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > max) return Promise.reject(new TooLargeError());
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    const finish = (err: Error | null, value?: Buffer): void => {
-      if (done) return;
-      done = true;
-      if (err) reject(err);
-      else resolve(value ?? Buffer.alloc(0));
-    };
-    req.on('data', (c: Buffer) => {
-      if (done) return;
-      size += c.length;
-      if (size > max) {
-        chunks.length = 0;
-        finish(new TooLargeError());
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on('end', () => finish(null, Buffer.concat(chunks)));
-    req.on('error', (e) => finish(e));
-    req.on('close', () => finish(new Error('client closed the request')));
-  });
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (ms <= 0 || signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
 
 /** The dialect whose error shape best fits a request that matched no route. */
 function guessDialect(path: string, headers: http.IncomingHttpHeaders): DialectModule {

@@ -1,28 +1,65 @@
-import { constants as fsConstants } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { closeSync, constants as fsConstants, fstatSync, lstatSync, openSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import writeFileAtomic from 'write-file-atomic';
 import type { z } from 'zod';
 import { CalError } from '../errors.js';
 
 export { ensurePrivateDir } from '../util/private-dir.js';
 
-/** Atomic write: temp file, fsync, rename; mode 0600. */
+/** Writes to one file in this process, in call order (a later write never lands under an earlier one). */
+const pendingWrites = new Map<string, Promise<void>>();
+
+/**
+ * Atomic write: a fresh temp file beside it (O_EXCL, never through a symlink), fsync, rename;
+ * mode 0600. What is on disk is the old document or the new one, whole.
+ */
 export async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
+  const previous = pendingWrites.get(file) ?? Promise.resolve();
+  const write = previous.catch(() => undefined).then(() => writeNow(file, JSON.stringify(value, null, 2) + '\n'));
+  pendingWrites.set(file, write);
+  try {
+    await write;
+  } finally {
+    if (pendingWrites.get(file) === write) pendingWrites.delete(file);
+  }
+}
+
+async function writeNow(file: string, text: string): Promise<void> {
   await refuseSymlink(file);
-  await writeFileAtomic(file, JSON.stringify(value, null, 2) + '\n', { mode: 0o600, fsync: true }).catch((err: unknown) => {
+  await refuseNonRegular(file);
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  try {
+    const handle = await fs.open(tmp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o600);
+    try {
+      // 0600 whatever the umask (which could take the owner's own bits away as well).
+      await handle.chmod(0o600);
+      await handle.writeFile(text, 'utf8');
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await fs.rename(tmp, file);
+  } catch (err) {
+    await fs.unlink(tmp).catch(() => undefined);
     throw stateWriteError(err, file);
-  });
+  }
 }
 
 /** Appends one line to a JSONL log (0600), never through a symlink. */
 export async function appendJsonLine(file: string, value: unknown): Promise<void> {
+  // O_NONBLOCK: a FIFO in place of the log fails at once (ENXIO) instead of waiting for a reader.
   const handle = await fs
-    .open(file, fsConstants.O_WRONLY | fsConstants.O_APPEND | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW, 0o600)
+    .open(file, fsConstants.O_WRONLY | fsConstants.O_APPEND | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK, 0o600)
     .catch((err: NodeJS.ErrnoException) => {
-      throw err.code === 'ELOOP' ? symlinkError(file) : stateWriteError(err, file);
+      if (err.code === 'ELOOP') throw symlinkError(file);
+      if (err.code === 'ENXIO') throw notRegularError(file, 'a FIFO');
+      if (err.code === 'EISDIR') throw notRegularError(file, 'a directory');
+      throw stateWriteError(err, file);
     });
   try {
+    const st = await handle.stat();
+    if (!st.isFile()) throw notRegularError(file, st.isFIFO() ? 'a FIFO' : 'not a regular file');
     await handle.write(JSON.stringify(value) + '\n').catch((err: unknown) => {
       throw stateWriteError(err, file);
     });
@@ -53,11 +90,66 @@ function symlinkError(file: string): CalError {
   return new CalError('invalid_handle', `${path.basename(file)} in the state directory is a symlink: refusing to follow it`);
 }
 
-/** Throws invalid_handle when `file` (a file or a folder) is a symlink; a missing one is fine. */
+/**
+ * Throws invalid_handle when `file` (a file or a folder) is a symlink; a missing one is fine.
+ * The checks here look synchronously: one lstat costs less than a thread-pool round trip.
+ */
 export async function refuseSymlink(file: string): Promise<void> {
   try {
-    const st = await fs.lstat(file);
+    const st = lstatSync(file);
     if (st.isSymbolicLink()) throw symlinkError(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+}
+
+type StateText = { text: string } | { missing: true } | { symlink: true } | { notRegular: string };
+
+/**
+ * The text of a small state file, read synchronously: a command reads up to hundreds of them
+ * (inspect of every handle), and a thread-pool round trip per open, stat, read and close costs
+ * more than the reads. Never through a symlink, never blocking: a FIFO planted in place of a
+ * record would otherwise hang cal in open() until some writer appears (O_NONBLOCK, then fstat),
+ * and anything but a regular file is refused.
+ */
+function readStateText(file: string): StateText {
+  let fd: number;
+  try {
+    fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return { missing: true };
+    if (code === 'ELOOP') return { symlink: true };
+    throw err;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) return { notRegular: st.isDirectory() ? 'a directory' : st.isFIFO() ? 'a FIFO' : 'not a regular file' };
+    return { text: readFileSync(fd, 'utf8') };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function notRegularError(file: string, what: string): CalError {
+  return new CalError('invalid_handle', `${path.basename(file)} in the state directory is ${what}, not a regular file: refusing to use it`);
+}
+
+/** A FIFO, socket or directory where a record belongs is refused, not replaced behind its back. */
+export async function refuseNonRegular(file: string): Promise<void> {
+  try {
+    const st = lstatSync(file);
+    if (!st.isFile()) throw notRegularError(file, st.isDirectory() ? 'a directory' : st.isFIFO() ? 'a FIFO' : 'not a regular file');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+}
+
+/** A folder of the state directory that is something else (a FIFO, a file) is refused. */
+export async function refuseNonDirectory(dir: string): Promise<void> {
+  try {
+    const st = lstatSync(dir);
+    if (!st.isDirectory()) throw notRegularError(dir, st.isFIFO() ? 'a FIFO' : 'not a folder');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
@@ -67,23 +159,13 @@ export type ReadResult<T> = { ok: true; value: T } | { ok: false; reason: 'missi
 
 /** Reads a JSON file through its schema. Never follows a symlink; never modifies the file. */
 export async function readJsonFile<S extends z.ZodType>(file: string, schema: S): Promise<ReadResult<z.infer<S>>> {
-  let text: string;
-  try {
-    const handle = await fs.open(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
-    try {
-      text = await handle.readFile('utf8');
-    } finally {
-      await handle.close();
-    }
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return { ok: false, reason: 'missing' };
-    if (code === 'ELOOP') return { ok: false, reason: 'corrupt', detail: 'it is a symlink' };
-    throw err;
-  }
+  const read = readStateText(file);
+  if ('missing' in read) return { ok: false, reason: 'missing' };
+  if ('symlink' in read) return { ok: false, reason: 'corrupt', detail: 'it is a symlink' };
+  if ('notRegular' in read) return { ok: false, reason: 'corrupt', detail: `it is ${read.notRegular}` };
   let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    raw = JSON.parse(read.text);
   } catch (err) {
     return { ok: false, reason: 'corrupt', detail: `not valid JSON (${(err as Error).message})` };
   }
@@ -96,21 +178,12 @@ export async function readJsonFile<S extends z.ZodType>(file: string, schema: S)
 }
 
 export async function readJsonLines(file: string): Promise<unknown[]> {
-  let text: string;
-  try {
-    const handle = await fs.open(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
-    try {
-      text = await handle.readFile('utf8');
-    } finally {
-      await handle.close();
-    }
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    if ((err as NodeJS.ErrnoException).code === 'ELOOP') throw symlinkError(file);
-    throw err;
-  }
+  const read = readStateText(file);
+  if ('missing' in read) return [];
+  if ('symlink' in read) throw symlinkError(file);
+  if ('notRegular' in read) throw notRegularError(file, read.notRegular);
   const out: unknown[] = [];
-  for (const line of text.split('\n')) {
+  for (const line of read.text.split('\n')) {
     if (!line.trim()) continue;
     try {
       out.push(JSON.parse(line));

@@ -4,7 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { CalError } from '../errors.js';
-import { ensurePrivateDir, readJsonFile } from './fs.js';
+import { ensurePrivateDir, readJsonFile, stateWriteError } from './fs.js';
 
 /**
  * Cross-process lock owned by a live process. proper-lockfile only reclaims a lock after a
@@ -27,7 +27,15 @@ export function processStartTime(pid: number): string | null {
   }
 }
 
+/** Whether the kernel tells process start times (Linux /proc): then every record cal writes has one. */
+const startTimesKnown = processStartTime(process.pid) !== null;
+
 export function isProcessAlive(pid: number, startTime: string | null): boolean {
+  // kill(0) and kill(-1) address process groups, and a fraction is no pid: none names a holder.
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  // A record without a start time where cal always writes one was not written by a cal here
+  // (pid 1 with no start time would otherwise hold a lock forever).
+  if (startTime === null && startTimesKnown) return false;
   try {
     process.kill(pid, 0);
   } catch (err) {
@@ -48,6 +56,8 @@ export interface AcquireOptions {
   waitSeconds?: number;
   /** Called once when the caller starts to wait (for the waiting_for_lock event). */
   onWait?: () => void | Promise<void>;
+  /** Stops waiting in line (an `interrupted` error); the ticket is removed. */
+  signal?: AbortSignal;
 }
 
 export class LockDirectory {
@@ -88,7 +98,10 @@ export class LockDirectory {
     // hrtime-based ticket names sort in arrival order within one machine.
     const ticket = `${process.hrtime.bigint().toString().padStart(24, '0')}-${me.pid}-${me.token}`;
     const ticketPath = path.join(queue, ticket);
-    await fs.writeFile(ticketPath, JSON.stringify(me), { mode: 0o600, flag: 'wx' });
+    await fs.writeFile(ticketPath, JSON.stringify(me), { mode: 0o600, flag: 'wx' }).catch(async (err: unknown) => {
+      await fs.rm(ticketPath, { force: true });
+      throw stateWriteError(err, ticketPath);
+    });
     const deadline = opts.waitSeconds === Infinity ? Infinity : Date.now() + (opts.waitSeconds ?? 0) * 1000;
     let announced = false;
     try {
@@ -100,6 +113,7 @@ export class LockDirectory {
           announced = true;
           await opts.onWait?.();
         }
+        if (opts.signal?.aborted) throw new CalError('interrupted', `cancelled while waiting for ${name}`);
         if (Date.now() >= deadline) {
           throw new CalError('busy', `${name} is still busy after waiting ${opts.waitSeconds}s; retry later`);
         }
@@ -114,12 +128,10 @@ export class LockDirectory {
     const entries = (await fs.readdir(queue)).sort();
     for (const entry of entries) {
       const [, pid] = entry.split('-');
-      let startTime: string | null = null;
-      try {
-        startTime = (JSON.parse(await fs.readFile(path.join(queue, entry), 'utf8')) as LockOwner).startTime;
-      } catch {
-        // A ticket being written or removed right now: judge by pid alone.
-      }
+      // Read without blocking (a FIFO planted as a ticket must not hang the queue). A ticket being
+      // written right now is judged by the pid and start time of its writer's name.
+      const read = await readJsonFile(path.join(queue, entry), LockOwner).catch(() => null);
+      const startTime = read?.ok ? read.value.startTime : read?.ok === false && read.reason === 'corrupt' && /^\d+-\d+-[0-9a-f]+$/.test(entry) ? processStartTime(Number(pid)) : null;
       if (isProcessAlive(Number(pid), startTime)) return entry;
       await fs.rm(path.join(queue, entry), { force: true });
     }
@@ -134,12 +146,16 @@ export class LockDirectory {
         try {
           await fh.writeFile(JSON.stringify(me));
           await fh.sync();
-        } finally {
+        } catch (err) {
+          // A full disk: the empty lock file is not left behind, and the error is the state dir's.
           await fh.close();
+          await fs.rm(file, { force: true });
+          throw stateWriteError(err, file);
         }
+        await fh.close();
         return true;
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw stateWriteError(err, file);
       }
       const current = await readJsonFile(file, LockOwner);
       if (current.ok && isProcessAlive(current.value.pid, current.value.startTime)) return false;

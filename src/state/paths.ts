@@ -1,5 +1,5 @@
+import os from 'node:os';
 import path from 'node:path';
-import envPaths from 'env-paths';
 
 /**
  * The state directory: `--state-dir`, else CAL_STATE_DIR, else the XDG state dir
@@ -9,8 +9,18 @@ export function resolveStateDir(explicit?: string, env: NodeJS.ProcessEnv = proc
   if (explicit) return path.resolve(explicit);
   if (env.CAL_STATE_DIR) return path.resolve(env.CAL_STATE_DIR);
   if (env.XDG_STATE_HOME) return path.join(env.XDG_STATE_HOME, 'cal');
-  // env-paths follows XDG on Linux; its "log" dir is $XDG_STATE_HOME/<name>.
-  return envPaths('cal', { suffix: '' }).log;
+  return defaultStateDir(env);
+}
+
+/**
+ * Where env-paths (which cal used before) puts an app's state ("log") folder, without loading
+ * it on every call: XDG on Linux, ~/Library/Logs on macOS, %LOCALAPPDATA% on Windows.
+ */
+function defaultStateDir(env: NodeJS.ProcessEnv): string {
+  const home = os.homedir();
+  if (process.platform === 'darwin') return path.join(home, 'Library', 'Logs', 'cal');
+  if (process.platform === 'win32') return path.join(env.LOCALAPPDATA || path.join(home, 'AppData', 'Local'), 'cal', 'Log');
+  return path.join(env.XDG_STATE_HOME || path.join(home, '.local', 'state'), 'cal');
 }
 
 export interface StateLayout {

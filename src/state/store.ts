@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
+import { lstatSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { z } from 'zod';
 import { CalError } from '../errors.js';
 import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleId, HandleName, VersionProbe } from '../handles/schema.js';
-import { appendJsonLine, ensurePrivateDir, readJsonFile, readJsonLines, refuseSymlink, stateWriteError, writeJsonAtomic } from './fs.js';
+import { appendJsonLine, ensurePrivateDir, readJsonFile, readJsonLines, refuseNonDirectory, refuseNonRegular, refuseSymlink, stateWriteError, writeJsonAtomic } from './fs.js';
 import { LockDirectory } from './lock.js';
 import { resolveStateDir, stateLayout, type StateLayout } from './paths.js';
 import { TurnRecord } from './turns.js';
@@ -35,9 +37,23 @@ export function parseHandleRef(ref: string): string {
   throw new CalError('usage', `${shown} is not a handle id or name (letters, digits, '.', '_', '-'; no paths)`);
 }
 
+/** Only the name of a handle file that does not parse as a whole. */
+const NameProbe = z.object({ name: z.string().nullable().optional() }).passthrough();
+
+/** Whether a path exists (any kind of file), without following or opening it. */
+function existsSyncSafe(file: string): boolean {
+  try {
+    lstatSync(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export class StateStore {
   readonly layout: StateLayout;
   readonly locks: LockDirectory;
+  private readonly turnDirsChecked = new Set<string>();
 
   private constructor(root: string) {
     this.layout = stateLayout(root);
@@ -47,9 +63,8 @@ export class StateStore {
   static async open(explicitDir?: string): Promise<StateStore> {
     const store = new StateStore(resolveStateDir(explicitDir));
     await ensurePrivateDir(store.layout.root);
-    for (const dir of [store.layout.handles, store.layout.turns, store.layout.locks, store.layout.tmux, store.layout.homes, store.layout.history]) {
-      await ensurePrivateDir(dir);
-    }
+    const { handles, turns, locks, tmux, homes, history } = store.layout;
+    await Promise.all([handles, turns, locks, tmux, homes, history].map((dir) => ensurePrivateDir(dir)));
     return store;
   }
 
@@ -83,10 +98,15 @@ export class StateStore {
     throw new CalError('not_found', `no handle ${ref} in ${this.layout.root}; list them with: cal inspect`, { handle: ref });
   }
 
-  /** A handle whose event log or turn folder is a symlink is refused before anything is sent. */
+  /**
+   * A handle whose event log or turn folder is a symlink, a FIFO or anything but what it should
+   * be is refused before anything is sent.
+   */
   private async refusePlantedLinks(handle: AgentSessionHandle): Promise<AgentSessionHandle> {
     await refuseSymlink(this.eventsFile(handle.id));
     await refuseSymlink(this.turnsDir(handle.id));
+    await refuseNonRegular(this.eventsFile(handle.id));
+    await refuseNonDirectory(this.turnsDir(handle.id));
     return handle;
   }
 
@@ -118,8 +138,30 @@ export class StateStore {
     return out.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
   }
 
+  /**
+   * Whether a name is in use: by a readable handle, by a handle file that no longer parses but
+   * still names it (a corrupt handle keeps its name), or as another handle's id (a name equal to
+   * an id would make `continue <name>` reach that other handle).
+   */
   async isNameTaken(name: string): Promise<boolean> {
-    return (await this.listHandles()).some((h) => h.name === name);
+    if ((await this.listHandles()).some((h) => h.name === name || h.id === name)) return true;
+    for (const { name: unreadableName } of await this.unreadableHandles()) if (unreadableName === name) return true;
+    return HandleId.safeParse(name).success && existsSyncSafe(this.handleFile(name));
+  }
+
+  /** Handle files that cannot be read as a handle, with the name they still carry (if any). */
+  async unreadableHandles(): Promise<Array<{ file: string; reason: string; name: string | null }>> {
+    const out: Array<{ file: string; reason: string; name: string | null }> = [];
+    for (const entry of await fs.readdir(this.layout.handles)) {
+      const m = /^([a-z0-9]{6,32})\.json$/.exec(entry);
+      if (!m?.[1]) continue;
+      const file = this.handleFile(m[1]);
+      const read = await readJsonFile(file, AgentSessionHandle);
+      if (read.ok || read.reason === 'missing') continue;
+      const named = await readJsonFile(file, NameProbe);
+      out.push({ file, reason: read.detail, name: named.ok ? (named.value.name ?? null) : null });
+    }
+    return out;
   }
 
   async appendEvent(event: EventRecord): Promise<void> {
@@ -132,13 +174,87 @@ export class StateStore {
 
   async saveTurn(turn: TurnRecord): Promise<void> {
     const dir = this.turnsDir(turn.handleId);
-    // Not recursive: a state directory removed while cal runs is reported, not silently recreated.
-    await fs.mkdir(dir, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'EEXIST') throw stateWriteError(err, dir);
-    });
-    await ensurePrivateDir(dir);
+    if (!this.turnDirsChecked.has(dir)) {
+      // Not recursive: a state directory removed while cal runs is reported, not silently recreated.
+      await fs.mkdir(dir, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EEXIST') throw stateWriteError(err, dir);
+      });
+      await ensurePrivateDir(dir);
+      // A turn moves through several statuses: its folder is checked once per process.
+      this.turnDirsChecked.add(dir);
+    }
     const checked = TurnRecord.parse({ ...turn, updatedAt: new Date().toISOString() });
     await writeJsonAtomic(path.join(dir, `${turn.id}.json`), checked);
+  }
+
+  /** How many turn record files a handle has, readable or not. */
+  async turnFileCount(handleId: string): Promise<number> {
+    const entries = await fs.readdir(this.turnsDir(handleId)).catch(() => [] as string[]);
+    return entries.filter((e) => /^t\d+-[a-z0-9]+\.json$/.test(e)).length;
+  }
+
+  /** Turn record files that cannot be read (torn, corrupt, not a file), for inspect and recover to report. */
+  async unreadableTurns(handleId: string): Promise<Array<{ file: string; reason: string }>> {
+    const dir = this.turnsDir(handleId);
+    const out: Array<{ file: string; reason: string }> = [];
+    for (const entry of await fs.readdir(dir).catch(() => [] as string[])) {
+      if (!/^t\d+-[a-z0-9]+\.json$/.test(entry)) continue;
+      const read = await readJsonFile(path.join(dir, entry), TurnRecord);
+      if (!read.ok && read.reason === 'corrupt') out.push({ file: path.join(dir, entry), reason: read.detail });
+    }
+    return out;
+  }
+
+  /**
+   * The last turn (as listTurns orders them) read alone: the seq is in each record's file name
+   * (`t<seq>-<id>.json`), so listing every handle's last turn parses one file per handle, not
+   * every turn of every handle. Unreadable records are passed over, as listTurns does.
+   */
+  async lastTurn(handleId: string): Promise<TurnRecord | null> {
+    const named = await this.namedTurnFiles(handleId);
+    if (!named) return (await this.listTurns(handleId)).at(-1) ?? null;
+    for (let i = named.length - 1; i >= 0; i--) {
+      const read = await readJsonFile(path.join(this.turnsDir(handleId), (named[i] as { entry: string }).entry), TurnRecord);
+      if (read.ok) return read.value;
+    }
+    return null;
+  }
+
+  /**
+   * The seq a new turn takes: past every record on disk, readable or not (a torn record still
+   * holds its number), read from the file names alone.
+   */
+  async nextTurnSeq(handleId: string): Promise<number> {
+    const named = await this.namedTurnFiles(handleId);
+    if (!named) {
+      const turns = await this.listTurns(handleId);
+      return Math.max(turns.length, ...turns.map((t) => t.seq), await this.turnFileCount(handleId)) + 1;
+    }
+    return Math.max(named.length, named.at(-1)?.seq ?? 0) + 1;
+  }
+
+  /**
+   * The turn files of a handle by the seq in their names, in listTurns' order (ties in folder
+   * order); null when some .json file is not named like a turn record (then its content decides).
+   */
+  private async namedTurnFiles(handleId: string): Promise<{ entry: string; seq: number }[] | null> {
+    const dir = this.turnsDir(handleId);
+    await refuseSymlink(dir);
+    let entries: string[];
+    try {
+      entries = await fs.readdir(dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw err;
+    }
+    const named: { entry: string; seq: number }[] = [];
+    for (const entry of entries) {
+      if (!entry.endsWith('.json')) continue;
+      const m = /^t(\d+)-[a-z0-9]+\.json$/.exec(entry);
+      if (!m?.[1]) return null;
+      named.push({ entry, seq: Number(m[1]) });
+    }
+    return named.sort((a, b) => a.seq - b.seq);
   }
 
   async listTurns(handleId: string): Promise<TurnRecord[]> {

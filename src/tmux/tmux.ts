@@ -1,15 +1,19 @@
-import { execa } from 'execa';
+import { spawn } from 'node:child_process';
+import net from 'node:net';
 import { CalError } from '../errors.js';
+import { timingMark } from '../util/timing.js';
 
 /**
  * tmux control on a socket of cal's own (never the user's default server). Knows nothing about
  * which CLI runs in a pane. Every argv is passed as a list: no shell ever sees a message.
+ * node:child_process, not execa: this is the hot path of every continuation, and execa's import
+ * alone costs more than the whole paste.
  */
 export interface PaneSpec {
   session: string;
   cwd: string;
   argv: string[];
-  /** The complete environment of the pane's process (the server's own is kept minimal). */
+  /** The complete environment of the pane's process (the server's own is kept empty). */
   env: Record<string, string>;
   width?: number;
   height?: number;
@@ -25,66 +29,179 @@ export interface PaneState {
   exists: boolean;
   dead: boolean;
   deadStatus: number | null;
+  /** The tmux session the pane belongs to, and its process (pane ids are reused by a new server). */
+  session?: string;
+  pid?: number;
 }
 
-/** Names tmux's update-environment list can carry (space-separated); others go by -e. */
+interface TmuxResult {
+  stdout: string;
+  stderr: string;
+  exitCode: number;
+}
+
+/** Names tmux's update-environment takes in its space-separated form; others go one per index. */
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * Set on the global options of a server cal started itself with an empty global environment.
+ * A server without it (started by a launch that raced the server's exit, or by an older cal)
+ * has some pane's variables in its global environment; they are cleared after the launch.
+ */
+const CLEAN_MARK = '@cal-env-clean';
+
+/** The environment of tmux clients that carry no pane: a server they start knows only these. */
+function clientBaseEnv(): Record<string, string> {
+  return { PATH: process.env.PATH ?? '/usr/bin:/bin', TERM: 'xterm-256color', LANG: process.env.LANG ?? 'C.UTF-8' };
+}
+
+/**
+ * tmux ends a command at any argument that ends in `;` (and turns a final `\;` into `;`), so an
+ * argument is escaped to reach tmux exactly as given: a message or prompt ending in `;` must not
+ * be cut, or end the command so that the arguments after it are read as another tmux command.
+ */
+function literal(arg: string): string {
+  return arg.endsWith(';') ? `${arg.slice(0, -1)}\\;` : arg;
+}
+
+/** One tmux argv from several commands, run in order by one client (a failed one ends the list). */
+function commandList(commands: string[][]): string[] {
+  return commands.flatMap((cmd, i) => [...(i > 0 ? [';'] : []), ...cmd.map(literal)]);
+}
 
 export class TmuxServer {
   constructor(readonly socket: string) {}
 
-  private async tmux(args: string[], input?: string, clientEnv?: Record<string, string>): Promise<{ stdout: string; exitCode: number; stderr: string }> {
-    try {
-      const result = await execa('tmux', ['-S', this.socket, ...args], {
-        input,
-        reject: false,
-        // A server started by this call inherits this environment; panes get theirs from newPane.
-        env: clientEnv ?? { PATH: process.env.PATH ?? '/usr/bin:/bin', TERM: 'xterm-256color', LANG: process.env.LANG ?? 'C.UTF-8' },
-        extendEnv: false,
-        stripFinalNewline: false,
+  private tmux(commands: string[][], input?: string, clientEnv?: Record<string, string>): Promise<TmuxResult> {
+    return new Promise((resolve, reject) => {
+      // A server started by this call inherits this environment; panes get theirs from newPane.
+      const child = spawn('tmux', ['-S', this.socket, ...commandList(commands)], {
+        env: clientEnv ?? clientBaseEnv(),
+        stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       });
-      return { stdout: result.stdout, stderr: result.stderr, exitCode: result.exitCode ?? 1 };
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-        throw new CalError('cli_missing', 'tmux is not installed: install it (apt-get install tmux) and retry');
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      child.stdout?.on('data', (d: Buffer) => out.push(d));
+      child.stderr?.on('data', (d: Buffer) => err.push(d));
+      child.on('error', (e: NodeJS.ErrnoException) => {
+        reject(
+          e.code === 'ENOENT'
+            ? new CalError('cli_missing', 'tmux is not installed: install it (apt-get install tmux) and retry')
+            : new CalError('internal', `could not run tmux (${e.code ?? e.message})`),
+        );
+      });
+      child.on('close', (code) => {
+        resolve({ stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), exitCode: code ?? 1 });
+      });
+      if (input !== undefined && child.stdin) {
+        // tmux may exit (and close its stdin) before it read everything: its stderr says why.
+        child.stdin.on('error', () => undefined);
+        child.stdin.end(input);
       }
-      throw err;
+    });
+  }
+
+  /** Whether a server listens on the socket (a connect, no tmux process). */
+  private serverRunning(): Promise<boolean> {
+    return new Promise((resolve) => {
+      const conn = net.connect(this.socket);
+      conn.on('connect', () => {
+        conn.destroy();
+        resolve(true);
+      });
+      conn.on('error', () => resolve(false));
+    });
+  }
+
+  /**
+   * Starts the server from a client whose argv and environment hold nothing of a pane's (the
+   * server keeps the argv of the client that started it for its whole life, readable by any
+   * local user), and empties its global environment, so no pane inherits another's variables.
+   * exit-empty is off until the first session exists (newPane turns it on again).
+   */
+  private async startServer(): Promise<void> {
+    const base = clientBaseEnv();
+    const res = await this.tmux([
+      ['start-server'],
+      ['set-option', '-g', 'exit-empty', 'off'],
+      ...[...Object.keys(base), 'PWD'].map((name) => ['set-environment', '-gu', '--', name]),
+      ['set-option', '-g', CLEAN_MARK, '1'],
+    ]);
+    if (res.exitCode !== 0) throw tmuxFailure('start-server', res);
+  }
+
+  /**
+   * Clears what a server started elsewhere holds in its global environment (rare path): the
+   * names this launch carried, and every name show-environment lists. Only names reach argv:
+   * a line of a multi-line value is taken for a name only in the `NAME=` or `-NAME` form, and
+   * then only the part before `=`.
+   */
+  private async cleanGlobalEnv(own: string[]): Promise<void> {
+    const global = await this.tmux([['show-environment', '-g']]);
+    const listed = global.exitCode !== 0 ? [] : global.stdout.split('\n').map((line) => /^-([A-Za-z_][A-Za-z0-9_]*)$|^([A-Za-z_][A-Za-z0-9_]*)=/.exec(line)).map((m) => m?.[1] ?? m?.[2]);
+    const names = [...new Set([...own, ...listed.filter((n): n is string => !!n)])];
+    for (let i = 0; i < names.length; i += 100) {
+      await this.tmux(names.slice(i, i + 100).map((name) => ['set-environment', '-gu', '--', name]));
     }
+    await this.tmux([['set-option', '-g', CLEAN_MARK, '1']]);
   }
 
   async newPane(spec: PaneSpec): Promise<PaneInfo> {
-    // Values never go in argv: any local user can read a process's argv (ps), and a tmux server
-    // keeps the argv of the client that started it. They travel in the client's environment
-    // (private to the user); update-environment copies exactly these names into the session and
-    // removes any other name the server's global environment holds.
-    const names = Object.keys(spec.env).filter((k) => ENV_NAME.test(k) && k !== 'TMUX' && k !== 'TMUX_PANE');
-    const oddArgs = Object.entries(spec.env)
-      .filter(([k]) => !ENV_NAME.test(k))
-      .flatMap(([k, v]) => ['-e', `${k}=${v}`]);
-    const global = await this.tmux(['show-environment', '-g']);
-    const stale = global.exitCode === 0 ? global.stdout.split('\n').map((l) => /^-?([A-Za-z_][A-Za-z0-9_]*)/.exec(l)?.[1]).filter((k): k is string => !!k) : [];
-    const update = [...new Set([...names, ...stale])].join(' ');
+    // Values never go in argv: any local user can read a process's argv (ps). They travel in the
+    // client's environment (private to the user); update-environment copies exactly these names
+    // into the new session, and a name the client lacks is removed from it. Names that are not
+    // identifiers (`DEPLOY-TOKEN`, `AWS SECRET`) are set one per array index, which tmux neither
+    // splits nor reads as a pattern list.
+    const names = Object.keys(spec.env).filter((k) => k !== 'TMUX' && k !== 'TMUX_PANE');
     const clientEnv = Object.fromEntries(names.map((k) => [k, spec.env[k] as string]));
     if (!clientEnv.PATH) clientEnv.PATH = process.env.PATH ?? '/usr/bin:/bin';
-    const res = await this.tmux([
-      'set-option', '-g', 'update-environment', update, ';',
-      'new-session', '-d', '-P', '-F', '#{session_name} #{pane_id} #{pane_pid}',
-      '-s', spec.session, '-x', String(spec.width ?? 200), '-y', String(spec.height ?? 50),
-      '-c', spec.cwd, ...oddArgs, '--', ...spec.argv,
-    ], undefined, clientEnv);
-    if (res.exitCode !== 0) throw new Error(`tmux new-session failed: ${res.stderr.trim()}`);
-    const [session, paneId, pid] = res.stdout.trim().split(' ');
-    if (!session || !paneId || !pid) throw new Error(`unexpected tmux output: ${res.stdout}`);
-    // Keep a dead pane visible so its last words can be shown as a diagnostic.
-    await this.tmux(['set-option', '-t', session, 'remain-on-exit', 'on']);
+    const plain = [...new Set([...names.filter((k) => ENV_NAME.test(k)), 'PATH'])];
+    const odd = names.filter((k) => !ENV_NAME.test(k));
+    if (!(await this.serverRunning())) await this.startServer();
+    const res = await this.tmux(
+      [
+        ['set-option', '-g', 'exit-empty', 'on'],
+        // Keep a dead pane visible so its last words can be shown as a diagnostic; set before the
+        // pane exists, so a CLI that exits at once is still there to read.
+        ['set-option', '-wg', 'remain-on-exit', 'on'],
+        ['set-option', '-g', 'update-environment', plain.join(' ')],
+        ...odd.map((name, i) => ['set-option', '-g', `update-environment[${plain.length + i}]`, name]),
+        [
+          'new-session', '-d', '-P', '-F', `#{session_name} #{pane_id} #{pane_pid} #{${CLEAN_MARK}}`,
+          '-s', spec.session, '-x', String(spec.width ?? 200), '-y', String(spec.height ?? 50),
+          '-c', spec.cwd, '--', ...spec.argv,
+        ],
+      ],
+      undefined,
+      clientEnv,
+    );
+    if (res.exitCode !== 0) {
+      if (/command too long/i.test(res.stderr)) {
+        throw new CalError(
+          'usage',
+          `the launch is too long for tmux: one tmux command holds about 16 KB, and this one names ${names.length} environment variables to pass to the CLI (${plain.join(' ').length + odd.join(' ').length} bytes of names); start cal with fewer variables in its environment`,
+        );
+      }
+      throw tmuxFailure('new-session', res);
+    }
+    const [session, paneId, pid, clean] = res.stdout.trim().split(' ');
+    if (!session || !paneId || !pid) throw new CalError('internal', `tmux new-session printed ${JSON.stringify(res.stdout.trim())}, not "<session> <pane> <pid>"`);
+    if (clean !== '1') await this.cleanGlobalEnv([...names, 'PATH', 'PWD']);
     return { session, paneId, pid: Number(pid) };
   }
 
   async paneState(paneId: string): Promise<PaneState> {
-    const res = await this.tmux(['display-message', '-p', '-t', paneId, '#{pane_id} #{pane_dead} #{pane_dead_status}']);
-    const [id, dead, status] = res.stdout.trim().split(' ');
+    // Tab-separated: a session name holds no tab, and an empty dead status keeps its place.
+    const res = await this.tmux([['display-message', '-p', '-t', paneId, '#{pane_id}\t#{pane_dead}\t#{pane_dead_status}\t#{session_name}\t#{pane_pid}']]);
+    const [id, dead, status, session, pid] = res.stdout.replace(/\n$/, '').split('\t');
     if (res.exitCode !== 0 || id !== paneId) return { exists: false, dead: true, deadStatus: null };
-    return { exists: true, dead: dead === '1', deadStatus: status ? Number(status) : null };
+    return {
+      exists: true,
+      dead: dead === '1',
+      deadStatus: status ? Number(status) : null,
+      ...(session ? { session } : {}),
+      ...(pid && /^\d+$/.test(pid) ? { pid: Number(pid) } : {}),
+    };
   }
 
   async isPaneAlive(paneId: string): Promise<boolean> {
@@ -92,37 +209,45 @@ export class TmuxServer {
     return state.exists && !state.dead;
   }
 
-  /** Bracketed paste from stdin (no temp file, no shell), then Enter as a separate key. */
+  /**
+   * Bracketed paste from stdin (no temp file, no shell), then Enter as a separate key, in one
+   * tmux call: a failed load or paste ends the list, so Enter never follows a paste that failed.
+   */
   async paste(paneId: string, text: string, submit = true): Promise<void> {
     const buffer = `cal-${process.pid}-${Date.now()}`;
-    const load = await this.tmux(['load-buffer', '-b', buffer, '-'], text);
-    if (load.exitCode !== 0) throw new Error(`tmux load-buffer failed: ${load.stderr.trim()}`);
-    const paste = await this.tmux(['paste-buffer', '-p', '-d', '-b', buffer, '-t', paneId]);
-    if (paste.exitCode !== 0) throw new Error(`tmux paste-buffer failed: ${paste.stderr.trim()}`);
-    if (submit) await this.sendKeys(paneId, ['Enter']);
+    const res = await this.tmux(
+      [['load-buffer', '-b', buffer, '-'], ['paste-buffer', '-p', '-d', '-b', buffer, '-t', paneId], ...(submit ? [['send-keys', '-t', paneId, 'Enter']] : [])],
+      text,
+    );
+    if (res.exitCode !== 0) throw tmuxFailure('paste', res);
+    timingMark('paste-sent');
   }
 
   async sendKeys(paneId: string, keys: string[]): Promise<void> {
-    await this.tmux(['send-keys', '-t', paneId, ...keys]);
+    await this.tmux([['send-keys', '-t', paneId, ...keys]]);
   }
 
   /** Screen text, for diagnostics and people only: never an answer or a completion signal. */
   async capture(paneId: string, lines = 50): Promise<string> {
-    const res = await this.tmux(['capture-pane', '-p', '-J', '-t', paneId, '-S', `-${lines}`]);
+    const res = await this.tmux([['capture-pane', '-p', '-J', '-t', paneId, '-S', `-${lines}`]]);
     return res.exitCode === 0 ? res.stdout : '';
   }
 
   async killSession(session: string): Promise<boolean> {
-    const res = await this.tmux(['kill-session', '-t', `=${session}`]);
+    const res = await this.tmux([['kill-session', '-t', `=${session}`]]);
     return res.exitCode === 0;
   }
 
   async killServer(): Promise<void> {
-    await this.tmux(['kill-server']);
+    await this.tmux([['kill-server']]);
   }
 
   async hasSession(session: string): Promise<boolean> {
-    const res = await this.tmux(['has-session', '-t', `=${session}`]);
+    const res = await this.tmux([['has-session', '-t', `=${session}`]]);
     return res.exitCode === 0;
   }
+}
+
+function tmuxFailure(what: string, res: TmuxResult): CalError {
+  return new CalError('internal', `tmux ${what} failed (exit ${res.exitCode}): ${res.stderr.trim() || 'no message from tmux'}`);
 }

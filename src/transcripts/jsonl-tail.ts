@@ -24,6 +24,13 @@ export interface TailResult {
 }
 
 const CHUNK = 1 << 20;
+
+/**
+ * How far each file was read by the last readJsonlFrom (a partial last line included), so that
+ * waitForChange returns at once for bytes written between that read and the wait: a record the
+ * CLI appended meanwhile sends no notification the wait could still see.
+ */
+const examined = new Map<string, number>();
 /** Lines longer than this are skipped whole rather than held in memory. */
 export const MAX_LINE_BYTES = 16 << 20;
 
@@ -32,12 +39,18 @@ export async function readJsonlFrom(file: string, offset: number, maxBytes = 8 <
   try {
     fh = await fs.open(file, 'r');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { records: [], offset, skipped: 0, truncated: false, missing: true };
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+      examined.delete(file);
+      return { records: [], offset, skipped: 0, truncated: false, missing: true };
+    }
     throw err;
   }
   try {
     const { size } = await fh.stat();
-    if (size < offset) return { records: [], offset, skipped: 0, truncated: true, missing: false };
+    if (size < offset) {
+      examined.delete(file);
+      return { records: [], offset, skipped: 0, truncated: true, missing: false };
+    }
     const records: JsonlRecord[] = [];
     let skipped = 0;
     let pos = offset;
@@ -88,6 +101,7 @@ export async function readJsonlFrom(file: string, offset: number, maxBytes = 8 <
       pos += bytesRead;
       consumed += bytesRead;
     }
+    examined.set(file, pos);
     return { records, offset: lineStart, skipped, truncated: false, missing: false };
   } finally {
     await fh.close();
@@ -104,22 +118,27 @@ function parseLine(line: Buffer): unknown {
 }
 
 /**
- * Resolves when `file` may have changed: woken by a file-change notification on its folder,
- * with a polling fallback (inotify can miss events, and the folder may not exist yet).
+ * Resolves when `file` may have changed: at once when it differs in size from what the last
+ * readJsonlFrom of it examined (written meanwhile, or a read that stopped at its budget), else
+ * when a file-change notification on its folder arrives, with a polling fallback (inotify can
+ * miss events, and the folder may not exist yet).
  */
 export function waitForChange(file: string, timeoutMs: number, pollMs = 200): Promise<void> {
   return new Promise((resolve) => {
     let watcher: FSWatcher | null = null;
+    let settled = false;
     const base = path.basename(file);
     const done = () => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
       clearInterval(poll);
       watcher?.close();
       resolve();
     };
     const timer = setTimeout(done, timeoutMs);
-    let lastSize = -1;
-    const poll = setInterval(() => {
+    let lastSize = examined.get(file) ?? -1;
+    const check = () => {
       fs.stat(file).then(
         (st) => {
           if (lastSize !== -1 && st.size !== lastSize) done();
@@ -127,7 +146,8 @@ export function waitForChange(file: string, timeoutMs: number, pollMs = 200): Pr
         },
         () => undefined,
       );
-    }, pollMs);
+    };
+    const poll = setInterval(check, pollMs);
     try {
       watcher = watch(path.dirname(file), (_event, name) => {
         if (!name || name === base) done();
@@ -136,6 +156,8 @@ export function waitForChange(file: string, timeoutMs: number, pollMs = 200): Pr
     } catch {
       // Folder not there yet: polling covers it.
     }
+    // After the watch is set up, so that a write is either seen here or notified.
+    check();
   });
 }
 

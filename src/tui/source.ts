@@ -1,7 +1,7 @@
 import type { HandleSummary, HandleView } from '../sessions/agent-sessions.js';
 
 /**
- * What the TUI reads. `AgentSessions` fits it as is; tests pass a scripted one. The TUI never
+ * What the TUI reads: built in commands/inspect.ts from the sessions object and certify's store; tests pass a scripted one. The TUI never
  * reaches below the sessions layer (no tmux, no adapters, no engine).
  */
 export interface InspectSource {

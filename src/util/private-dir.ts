@@ -1,3 +1,4 @@
+import { lstatSync, type Stats } from 'node:fs';
 import fs from 'node:fs/promises';
 import { CalError } from '../errors.js';
 
@@ -7,8 +8,13 @@ import { CalError } from '../errors.js';
  * whoever can write it could plant handles or symlinks that redirect cal's writes.
  */
 export async function ensurePrivateDir(dir: string): Promise<void> {
-  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
-  const st = await fs.lstat(dir);
+  // The folder is there on every call but the first: look (synchronously, cheaper than a
+  // thread-pool round trip) before creating.
+  let st = lstatOrNull(dir);
+  if (!st) {
+    await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+    st = lstatSync(dir);
+  }
   if (st.isSymbolicLink() || !st.isDirectory()) {
     throw new CalError('usage', `state path ${dir} is not a plain directory (a symlink?): refusing to use it`);
   }
@@ -20,3 +26,11 @@ export async function ensurePrivateDir(dir: string): Promise<void> {
   }
 }
 
+function lstatOrNull(dir: string): Stats | null {
+  try {
+    return lstatSync(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}

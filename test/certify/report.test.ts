@@ -8,7 +8,7 @@ import { mcpProbeSource } from '../../src/certify/mcp-probe.js';
 import { startRecordingProxy } from '../../src/certify/recording-proxy.js';
 import { junitXml, redactor, tableRow } from '../../src/certify/report.js';
 import { CertificationFile, listCertifications, readCertification, saveCertification } from '../../src/certify/results.js';
-import type { CertifyReport } from '../../src/certify/runner.js';
+import type { CertifyReport } from '../../src/certify/types.js';
 import { certIds, type CertOutcome } from '../../src/certify/types.js';
 import { scratchDir } from '../support/cal.js';
 

@@ -1,22 +1,18 @@
-import { realpathSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claudeCodeAdapter } from '../../src/adapters/claude-code/index.js';
-import { codexAdapter } from '../../src/adapters/codex/index.js';
-import { startModelServer, type ModelServer } from '../../src/model/server.js';
-import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir, type CalRun } from '../support/cal.js';
-import { claudeTestEnv, makeWorkDir } from '../support/claude-home.js';
+import { claudeCodeVersions } from '../../src/adapters/claude-code/index.js';
+import { codexVersions } from '../../src/adapters/codex/index.js';
+import { baseEnv, handleFromStderr, runCal, scratchDir } from '../support/cal.js';
 import { matrixBin, matrixVersions, missingMatrix, type MatrixProvider } from '../support/cli-matrix.js';
-import { codexTestEnv } from '../support/codex-home.js';
+import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 import { removeScratch } from '../support/scratch.js';
 
 /**
  * Issue 16 acceptance through the built `cal`, with real binaries of the version matrix
  * (test/support/cli-matrix.json; .ci/run installs them into .tmp/clis/) against the scripted
- * model. Needs the engine to hand `LaunchRequest.sessionDir` to the adapter and tail the
- * launch's signal file (`feedSignal`): without that, releases that write no `turn_duration` for
- * a turn wait for the timeout. Run under `flock /tmp/cal-realcli.lock`.
+ * model. The engine tails the signal file cal's Stop hook writes beside the transcript: releases
+ * that write no `turn_duration` for a turn end on it. Run under `flock /tmp/cal-realcli.lock`.
  *
  * A release of the matrix that is not installed fails the run when CAL_REQUIRE_MATRIX=1 (CI),
  * else its tests are skipped and named.
@@ -40,10 +36,10 @@ const installed = (p: MatrixProvider, v: string) => !missingMatrix(p).includes(v
 
 describe('the version matrix matches what the adapters declare', () => {
   it('the oldest release certified is the floor, the newest is the newest certified', () => {
-    expect(matrixVersions('claude-code')[0]).toBe(claudeCodeAdapter.versions.floor);
-    expect(matrixVersions('claude-code').at(-1)).toBe(claudeCodeAdapter.versions.certified);
-    expect(matrixVersions('codex')[0]).toBe(codexAdapter.versions.floor);
-    expect(matrixVersions('codex').at(-1)).toBe(codexAdapter.versions.certified);
+    expect(matrixVersions('claude-code')[0]).toBe(claudeCodeVersions.floor);
+    expect(matrixVersions('claude-code').at(-1)).toBe(claudeCodeVersions.certified);
+    expect(matrixVersions('codex')[0]).toBe(codexVersions.floor);
+    expect(matrixVersions('codex').at(-1)).toBe(codexVersions.certified);
     requireMatrix('claude-code');
     requireMatrix('codex');
   });
@@ -67,9 +63,9 @@ describe('a release below the floor', () => {
     const run = await runCal(['--state-dir', state, 'start', '--provider', 'claude-code', '--cli-path', fake, '--json', 'hello'], { env });
     expect(Date.now() - t0).toBeLessThan(2000);
     expect(run.code).toBe(16);
-    expect(run.json.error).toMatchObject({ kind: 'cli_unsupported', actual: '1.0.128', expected: `>=${claudeCodeAdapter.versions.floor}` });
+    expect(run.json.error).toMatchObject({ kind: 'cli_unsupported', actual: '1.0.128', expected: `>=${claudeCodeVersions.floor}` });
     expect(run.json.error.message).toContain('1.0.128');
-    expect(run.json.error.message).toContain(claudeCodeAdapter.versions.floor);
+    expect(run.json.error.message).toContain(claudeCodeVersions.floor);
     const plain = await runCal(['--state-dir', state, 'start', '--provider', 'claude-code', '--cli-path', fake, 'hello'], { env });
     expect(plain.code).toBe(16);
     expect(plain.stderr).toMatch(/^cal: cli_unsupported: Claude Code 1\.0\.128 .* older than /m);
@@ -77,39 +73,6 @@ describe('a release below the floor', () => {
     expect(JSON.stringify(list.json)).not.toContain('claude-code');
   });
 });
-
-interface Session {
-  server: ModelServer;
-  root: string;
-  state: string;
-  work: string;
-  env: Record<string, string>;
-  cal(args: string[]): Promise<CalRun>;
-  close(): Promise<void>;
-}
-
-async function claudeSession(version: string): Promise<Session> {
-  const server = await startModelServer({});
-  const root = realpathSync(await scratchDir(`claude-${version}`));
-  const state = path.join(root, 'state');
-  const work = await makeWorkDir(root);
-  const env = await claudeTestEnv(root, server.url, baseEnv({}));
-  await fs.mkdir(path.join(env.HOME!, '.claude'), { recursive: true });
-  await fs.writeFile(path.join(env.HOME!, '.claude', 'settings.json'), JSON.stringify(userSettings()));
-  return {
-    server,
-    root,
-    state,
-    work,
-    env,
-    cal: (args) => runCal(['--state-dir', state, ...args], { env, timeoutMs: 240_000 }),
-    async close() {
-      await killStateTmux(state);
-      await server.close();
-      await removeScratch(root);
-    },
-  };
-}
 
 /**
  * The user's own settings: Bash runs without asking, in accept-edits mode (auto mode, the default
@@ -119,29 +82,15 @@ function userSettings(hooks?: unknown): Record<string, unknown> {
   return { skipDangerousModePermissionPrompt: true, permissions: { defaultMode: 'acceptEdits', allow: ['Bash'] }, ...(hooks ? { hooks } : {}) };
 }
 
-async function codexSession(version: string): Promise<Session> {
-  const server = await startModelServer({});
-  const root = realpathSync(await scratchDir(`codex-${version}`));
-  const state = path.join(root, 'state');
-  const work = await makeWorkDir(root);
-  const { env } = await codexTestEnv(root, server.url, baseEnv({}));
-  return {
-    server,
-    root,
-    state,
-    work,
-    env,
-    cal: (args) => runCal(['--state-dir', state, ...args], { env, timeoutMs: 240_000 }),
-    async close() {
-      await killStateTmux(state);
-      await server.close();
-      await removeScratch(root);
-    },
-  };
+async function claudeSuite(version: string, hooks?: unknown): Promise<CliSuite> {
+  const s = await cliSuite('claude-code', { prefix: `claude-${version}` });
+  await fs.mkdir(s.configDir, { recursive: true });
+  await fs.writeFile(path.join(s.configDir, 'settings.json'), JSON.stringify(userSettings(hooks)));
+  return s;
 }
 
 /** start → paste → kill-tmux → native resume → recall, through cal. */
-async function loop(s: Session, provider: string, cliPath: string): Promise<void> {
+async function loop(s: CliSuite, provider: string, cliPath: string): Promise<void> {
   const start = await s.cal(['start', '--provider', provider, '--cli-path', cliPath, '--cwd', s.work, ...TIMEOUT, 'Remember the codeword MANGO.']);
   expect(start.stderr).toMatch(/^handle: /m);
   expect(start.code, start.stderr).toBe(0);
@@ -167,9 +116,9 @@ async function loop(s: Session, provider: string, cliPath: string): Promise<void
 
 describe.each(oldestAndNewest('claude-code'))('Claude Code %s through cal', (version) => {
   const skip = !installed('claude-code', version);
-  let s: Session;
+  let s: CliSuite;
   beforeAll(async () => {
-    if (!skip) s = await claudeSession(version);
+    if (!skip) s = await claudeSuite(version);
   });
   afterAll(async () => {
     await s?.close();
@@ -182,9 +131,9 @@ describe.each(oldestAndNewest('claude-code'))('Claude Code %s through cal', (ver
 
 describe.each(oldestAndNewest('codex'))('Codex %s through cal', (version) => {
   const skip = !installed('codex', version);
-  let s: Session;
+  let s: CliSuite;
   beforeAll(async () => {
-    if (!skip) s = await codexSession(version);
+    if (!skip) s = await cliSuite('codex', { prefix: `codex-${version}` });
   });
   afterAll(async () => {
     await s?.close();
@@ -197,11 +146,11 @@ describe.each(oldestAndNewest('codex'))('Codex %s through cal', (version) => {
 
 describe.each(matrixVersions('claude-code'))('Claude Code %s: turns end when the CLI finishes', (version) => {
   const skip = !installed('claude-code', version);
-  let s: Session;
+  let s: CliSuite;
   let handle = '';
   beforeAll(async () => {
     if (skip) return;
-    s = await claudeSession(version);
+    s = await claudeSuite(version);
     const start = await s.cal(['start', '--provider', 'claude-code', '--cli-path', matrixBin('claude-code', version), '--cwd', s.work, ...TIMEOUT, 'Remember the codeword FIG.']);
     expect(start.code, start.stderr).toBe(0);
     handle = handleFromStderr(start.stderr)!;
@@ -212,18 +161,24 @@ describe.each(matrixVersions('claude-code'))('Claude Code %s: turns end when the
 
   /**
    * How long after the CLI finished the turn cal returned: after the latest of the turn's final
-   * answer record and the end records the CLI writes once its Stop hooks ran (`stop_hook_summary`,
-   * `turn_duration`, or the hook notice of older releases).
+   * answer record, the end records the CLI writes once its Stop hooks ran (`stop_hook_summary`,
+   * `turn_duration`, or the hook notice of older releases) and the time cal's Stop hook ran (the
+   * only end older releases give).
    */
   async function lag(returned: number): Promise<number> {
-    const view = (await s.cal(['inspect', handle, '--json'])).json;
+    const view = await s.inspect(handle);
     const lines = (await fs.readFile(view.provider.transcript.path, 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
     const lastUser = lines.map((r, i) => (r.type === 'user' && typeof r.message?.content === 'string' ? i : -1)).reduce((a, b) => Math.max(a, b), -1);
     const ends = lines
       .slice(lastUser + 1)
       .filter((r) => r.type === 'assistant' || (r.type === 'system' && ['stop_hook_summary', 'turn_duration', 'informational'].includes(r.subtype)))
       .map((r) => Date.parse(r.timestamp));
-    return returned - Math.max(...ends);
+    const stops = (await fs.readFile(view.provider.signals.path, 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const lastStop = stops.at(-1);
+    if (lastStop && Date.parse(lastStop.cal_received_at) >= Math.min(...ends)) ends.push(Date.parse(lastStop.cal_received_at));
+    const lagMs = returned - Math.max(...ends);
+    console.info(`Claude Code ${version}: the turn ended ${lagMs} ms after the CLI finished it`);
+    return lagMs;
   }
 
   it.skipIf(skip)('a 5-second turn ends within a second of the CLI finishing', async () => {
@@ -245,13 +200,12 @@ describe.each(matrixVersions('claude-code'))('Claude Code %s: turns end when the
 
 describe.each(oldestAndNewest('claude-code'))('Claude Code %s: a prompt blocked by a UserPromptSubmit hook', (version) => {
   const skip = !installed('claude-code', version);
-  let s: Session;
+  let s: CliSuite;
   beforeAll(async () => {
     if (skip) return;
-    s = await claudeSession(version);
     // The user's own hook (in their settings, which cal never writes): it blocks any prompt naming BLOCKME.
     const hook = `${process.execPath} -e 'let d="";process.stdin.on("data",c=>d+=c).on("end",()=>{if(d.includes("BLOCKME")){process.stderr.write("no BLOCKME here");process.exit(2)}})'`;
-    await fs.writeFile(path.join(s.env.HOME!, '.claude', 'settings.json'), JSON.stringify(userSettings({ UserPromptSubmit: [{ hooks: [{ type: 'command', command: hook }] }] })));
+    s = await claudeSuite(version, { UserPromptSubmit: [{ hooks: [{ type: 'command', command: hook }] }] });
   });
   afterAll(async () => {
     await s?.close();

@@ -68,7 +68,7 @@ describe('pane environments stay out of argv', () => {
     expect(a).toContain('ODD-NAME=odd');
     expect(b).toContain(`API_TOKEN_B=${SECRET_B}`);
     expect(b).toContain('SHARED=from-b');
-    // The server was started by pane a's client: its global environment must not leak into b.
+    // Pane a's variables must not reach b through the server's global environment.
     expect(b).not.toContain('API_KEY_A');
     expect(cmdlines).toContain(path.join(root, 'tmux'));
     expect(cmdlines).not.toContain(SECRET_A);
@@ -84,5 +84,45 @@ describe('pane environments stay out of argv', () => {
       state: '-',
       test: 'test/security/tmux-env.test.ts',
     });
+  });
+
+  it('variables whose names are not identifiers reach the pane, never argv; nor does the first launch', async () => {
+    // A server of its own: the server keeps the argv of the client that started it for its whole
+    // life, so the first launch on a fresh server is the one that matters.
+    const own = new TmuxServer(await tmuxSocketFor(path.join(root, 'tmux-odd')));
+    const odd = {
+      'DEPLOY-TOKEN': 'CALSECRET-C-5d4c3b2a1908f7e6d5c4b3a2',
+      'my.api.key': 'CALSECRET-D-71625344a5b6c7d8e9f0a1b2',
+      'AWS SECRET': 'CALSECRET-E-c3d4e5f60718293a4b5c6d7e',
+    };
+    const firstMessage = 'CALSECRET-F-first-message-of-the-launch';
+    try {
+      const out = path.join(root, 'odd.env');
+      await own.newPane({
+        session: 'odd',
+        cwd: root,
+        argv: [process.execPath, '-e', `require('fs').writeFileSync(${JSON.stringify(out)}, JSON.stringify(process.env)); setTimeout(() => {}, 30000)`, firstMessage],
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root, ...odd },
+      });
+      const seen = JSON.parse(await waitFor(out)) as Record<string, string>;
+      for (const [name, value] of Object.entries(odd)) expect(seen[name]).toBe(value);
+      const cmdlines = await allCmdlines();
+      for (const value of Object.values(odd)) expect(cmdlines).not.toContain(value);
+      const server = (await execa('tmux', ['-S', own.socket, 'display-message', '-p', '#{pid}'])).stdout.trim();
+      const serverArgv = await fs.readFile(`/proc/${server}/cmdline`, 'utf8');
+      expect(serverArgv).not.toMatch(/CALSECRET/);
+      expect(serverArgv).not.toContain(firstMessage);
+      recordFault({
+        id: 'secret.odd-env-names-argv',
+        area: 'secret',
+        fault: "variables whose names are not identifiers (DEPLOY-TOKEN, my.api.key, AWS SECRET) put in tmux's argv as -e NAME=value; the first launch's argv kept by the tmux server",
+        how: 'a pane with three such variables on a fresh tmux server; every /proc/<pid>/cmdline and the server argv searched',
+        outcome: 'the pane gets all three (names in update-environment, one per index; values in the client environment); no value in any argv; the server is started by a client with no pane data in its argv',
+        state: '-',
+        test: 'test/security/tmux-env.test.ts',
+      });
+    } finally {
+      await own.killServer();
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { mkdtempSync, realpathSync } from 'node:fs';
+import { mkdtempSync, realpathSync, statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,18 +9,27 @@ import { codexAdapter, LAUNCH_TAG_ENV } from '../../src/adapters/codex/index.js'
 import { dayFolders, fileKey, findRolloutsForFirstMessage, pickRollout } from '../../src/adapters/codex/sessions.js';
 import type { SessionConfig } from '../../src/adapters/types.js';
 import { cliBin, pinnedCli, repoRoot } from '../support/clis.js';
+import { fixtureRecords } from '../support/fixtures.js';
 
 const config = (cwd: string, extra: Partial<SessionConfig> = {}): SessionConfig => ({ cwd, model: null, systemPrompt: null, mcpConfigPath: null, toolPolicy: 'default', ...extra });
 
 describe('Codex pinned binary', () => {
-  it('resolves the npm wrapper to the native binary of the platform package, with its version', async () => {
+  it('resolves the npm wrapper to the native binary of the platform package, with its version and file identity', async () => {
     const found = { path: cliBin('codex'), realPath: realpathSync(cliBin('codex')) };
     expect(found.realPath).toMatch(/bin\/codex\.js$/);
     const native = nativeCodexBinary(found);
     expect(native).toMatch(/vendor\/[^/]+\/bin\/codex$/);
     expect(nativeCodexBinary({ path: native, realPath: native })).toBe(native);
     const pinned = await codexAdapter.resolveCli(undefined, { PATH: `${path.dirname(cliBin('codex'))}:/usr/bin:/bin` });
-    expect(pinned).toEqual({ path: cliBin('codex'), realPath: native, version: pinnedCli.codex.version, support: 'certified', newestCertified: codexAdapter.versions.certified });
+    const st = statSync(native);
+    expect(pinned).toEqual({
+      path: cliBin('codex'),
+      realPath: native,
+      version: pinnedCli.codex.version,
+      identity: { size: st.size, mtimeMs: st.mtimeMs, dev: st.dev, ino: st.ino },
+      support: 'certified',
+      newestCertified: codexAdapter.versions.certified,
+    });
   });
 
   it('gives the native binary the environment the wrapper would', () => {
@@ -114,8 +123,7 @@ describe('Codex rollout binding', () => {
     const day = path.join(home, 'sessions', '2026', '11', '30');
     await fs.mkdir(day, { recursive: true });
     // The recorded rollout, moved into this test's working directory.
-    const text = await fs.readFile(path.join(repoRoot, 'fixtures', 'codex-0.169.0-tui-kill-resume.rollout.jsonl'), 'utf8');
-    const lines = text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const lines = fixtureRecords('codex', 'tui-kill-resume.rollout');
     (lines[0] as any).payload.cwd = work;
     await fs.writeFile(path.join(day, 'rollout-2026-11-30T03-11-58-01a22a70-163f-7e60-9c36-4b7c93bb0aa4.jsonl'), lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
     // A rollout from another folder with the same first message is not ours.

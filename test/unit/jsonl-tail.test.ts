@@ -50,4 +50,27 @@ describe('incremental JSONL tailing', () => {
     await waitForChange(file, 5000);
     expect(Date.now() - started).toBeLessThan(2000);
   });
+
+  it('waitForChange returns at once for a record appended after the last read and before the wait', async () => {
+    const file = await tmpFile('{"a":1}\n');
+    await readJsonlFrom(file, 0);
+    // No notification can reach a watch set up after this write; the wait must still see it.
+    await fs.appendFile(file, '{"b":2}\n');
+    const started = Date.now();
+    await waitForChange(file, 30_000, 10_000);
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it('waitForChange still waits when nothing was written since the last read (a partial line included)', async () => {
+    const file = await tmpFile('{"a":1}\n{"torn":');
+    const read = await readJsonlFrom(file, 0);
+    expect(read.offset).toBe(8);
+    let woke = false;
+    const wait = waitForChange(file, 30_000, 10_000).then(() => (woke = true));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(woke).toBe(false);
+    await fs.appendFile(file, '1}\n');
+    await wait;
+    expect(woke).toBe(true);
+  });
 });

@@ -33,6 +33,6 @@ export const anthropicApi: ApiProviderAdapter = {
       if (!parsed.success) return null;
       const text = parsed.data.content.filter((b) => b.type === 'text').map((b) => b.text ?? '').join('');
       return text || null;
-    });
+    }, req.signal);
   },
 };

@@ -21,6 +21,6 @@ export const openaiApi: ApiProviderAdapter = {
     return postJson(`${base}/chat/completions`, { authorization: `Bearer ${req.env.OPENAI_API_KEY}` }, { model: req.model, messages }, req.timeoutMs, (json) => {
       const parsed = ChatResponse.safeParse(json);
       return parsed.success ? (parsed.data.choices[0]?.message.content ?? null) : null;
-    });
+    }, req.signal);
   },
 };

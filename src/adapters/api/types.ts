@@ -13,6 +13,8 @@ export interface ApiRequest {
   messages: ChatMessage[];
   env: Record<string, string>;
   timeoutMs: number;
+  /** Cancels the request (the exchange is then not added to the history). */
+  signal?: AbortSignal;
 }
 
 export type ApiReply = { ok: true; text: string } | { ok: false; status: number | null; message: string };

@@ -1,10 +1,8 @@
 import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import lockfile from 'proper-lockfile';
 import { CalError } from '../../errors.js';
 import { z } from 'zod';
-import writeFileAtomic from 'write-file-atomic';
 
 /**
  * Pre-answers Claude Code's startup dialogs (research: claude-code.md §2).
@@ -31,7 +29,7 @@ export function claudeJsonPath(env: Record<string, string>): string {
 
 function homeOf(env: Record<string, string>): string {
   const home = env.HOME;
-  if (!home) throw new Error('HOME is not set: Claude Code keeps its sessions under $HOME/.claude');
+  if (!home) throw new CalError('usage', 'HOME is not set: Claude Code keeps its sessions under $HOME/.claude');
   return home;
 }
 
@@ -48,6 +46,8 @@ export async function preAnswerDialogs(env: Record<string, string>, cwd: string)
   // dialog), so cal takes the same lock.
   // The retries outlast the lock's staleness (10 s): a CLI killed while holding it leaves the
   // lock behind until then.
+  // Loaded here, when a launch needs them, not with the adapter on every paste.
+  const [{ default: lockfile }, { default: writeFileAtomic }] = await Promise.all([import('proper-lockfile'), import('write-file-atomic')]);
   let release: () => Promise<void>;
   try {
     release = await lockfile.lock(file, {
@@ -64,17 +64,17 @@ export async function preAnswerDialogs(env: Record<string, string>, cwd: string)
     throw new CalError('busy', `Claude Code's config lock ${file}.lock stayed held for over 25 s; retry once the other Claude Code session has settled`);
   }
   try {
-    await preAnswerLocked(env, cwd, file);
+    await preAnswerLocked(env, cwd, file, writeFileAtomic);
   } finally {
     await release().catch(() => undefined);
   }
 }
 
-async function preAnswerLocked(env: Record<string, string>, cwd: string, file: string): Promise<void> {
+async function preAnswerLocked(env: Record<string, string>, cwd: string, file: string, writeFileAtomic: typeof import('write-file-atomic')): Promise<void> {
   let current: z.infer<typeof ClaudeJson> = {};
   try {
     const parsed = ClaudeJson.safeParse(JSON.parse(await fs.readFile(file, 'utf8')));
-    if (!parsed.success) throw new Error(`${file} is not the JSON Claude Code writes; refusing to rewrite it`);
+    if (!parsed.success) throw new CalError('usage', `${file} is not the JSON Claude Code writes; refusing to rewrite it`);
     current = parsed.data;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
@@ -87,9 +87,13 @@ async function preAnswerLocked(env: Record<string, string>, cwd: string, file: s
   next.projects = projects;
 
   if (isManagedHome(env)) {
-    if (next.hasCompletedOnboarding !== true) {
-      next.hasCompletedOnboarding = true;
-      changed = true;
+    // Onboarding, and the auto-mode nudge ("Make auto mode your default permission mode?") that
+    // 2.1.328 opens after a first turn in any other mode: each a dialog that would swallow a paste.
+    for (const seen of ['hasCompletedOnboarding', 'hasSeenAutoDefaultNudge', 'hasSeenAutoDefaultNotice'] as const) {
+      if (next[seen] !== true) {
+        next[seen] = true;
+        changed = true;
+      }
     }
     // Older releases skip the bypass-permissions warning on this global flag only: 2.0.10, 2.0.76
     // and 2.1.29 do not know skipDangerousModePermissionPrompt (2.1.332 knows both).

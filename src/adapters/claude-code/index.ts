@@ -1,28 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { PinnedCli } from '../../handles/schema.js';
-import { findExecutable, readVersion } from '../resolve.js';
-import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
+import { findExecutable, pinCli } from '../resolve.js';
 import { pinSupported, type SupportedVersions } from '../versions.js';
-import { claudeConfigDir, createManagedHome, preAnswerDialogs } from './home.js';
+import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
+import { createManagedHome, preAnswerDialogs } from './home.js';
+import { claudeEnv, launchEnv, sessionFlags, transcriptCandidates } from './launch.js';
 import { blockedPrompt, classifyRecord, normaliseForMatch, userText } from './records.js';
 import { writeHookSettings } from './signals.js';
+import { claudeStructured } from './structured.js';
 import { ClaudeTurnObserver } from './transcript.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
 
-/**
- * Settings cal always adds: no self-update (it ran a global npm install here), no side traffic,
- * and no prompt suggestions (a forked request after every turn that nobody reads in a pane cal
- * drives; on 2.1.29 it made the next turn's answer go missing from the transcript).
- */
-const claudeEnv = {
-  DISABLE_AUTOUPDATER: '1',
-  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-  DISABLE_TELEMETRY: '1',
-  DISABLE_ERROR_REPORTING: '1',
-  CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION: 'false',
-} as const;
+export { projectSlug } from './launch.js';
 
 /**
  * Measured with the real binaries (docs/certify.md, "Version matrix"): the oldest release that
@@ -31,18 +21,13 @@ const claudeEnv = {
  */
 export const claudeCodeVersions: SupportedVersions = { floor: '2.0.12', certified: '2.1.332' };
 
-/** The folder name Claude Code derives from a working directory. */
-export function projectSlug(cwd: string): string {
-  return cwd.replace(/[^A-Za-z0-9]/g, '-');
-}
-
 export const claudeCodeAdapter: CliAdapter = {
   name: 'claude-code',
   executable: 'claude',
   capabilities: {
     tmuxContinuation: true,
     nativeResumeInTmux: true,
-    structuredTransport: false,
+    structuredTransport: true,
     apiOnly: false,
     needsStableWorkingDir: true,
   },
@@ -51,7 +36,7 @@ export const claudeCodeAdapter: CliAdapter = {
 
   async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
     const found = findExecutable('claude', cliPath, env);
-    return pinSupported('Claude Code', { ...found, version: await readVersion(found.realPath, { ...env, ...claudeEnv }) }, claudeCodeVersions);
+    return pinSupported('Claude Code', await pinCli(found, { ...env, ...claudeEnv }), claudeCodeVersions);
   },
 
   async prepare(env: Record<string, string>, config: SessionConfig): Promise<void> {
@@ -62,10 +47,7 @@ export const claudeCodeAdapter: CliAdapter = {
     const sessionId = req.sessionId ?? randomUUID();
     const argv = [req.cli.realPath];
     argv.push(req.mode === 'fresh' ? '--session-id' : '--resume', sessionId);
-    if (req.config.model) argv.push('--model', req.config.model);
-    if (req.config.systemPrompt) argv.push('--append-system-prompt', req.config.systemPrompt);
-    if (req.config.mcpConfigPath) argv.push('--mcp-config', req.config.mcpConfigPath);
-    if (req.config.toolPolicy !== 'default') argv.push('--permission-mode', req.config.toolPolicy);
+    argv.push(...sessionFlags(req.config));
     // The second end-of-turn signal: a Stop hook in a settings file of this handle's own, merged
     // by the CLI with the user's settings (signals.ts).
     let signalFile: string | null = null;
@@ -80,7 +62,7 @@ export const claudeCodeAdapter: CliAdapter = {
     argv.push('--', req.message);
     return {
       argv,
-      env: { ...req.env, ...claudeEnv, ...(req.config.toolPolicy === 'bypassPermissions' ? { IS_SANDBOX: '1' } : {}) },
+      env: launchEnv(req.env, req.config),
       cwd: req.config.cwd,
       deliversMessage: true,
       sessionId,
@@ -90,15 +72,7 @@ export const claudeCodeAdapter: CliAdapter = {
 
   async bindTranscript(req: BindRequest): Promise<TranscriptBinding | null> {
     if (!req.sessionId) return null;
-    const projects = path.join(claudeConfigDir(req.env), 'projects');
-    const expected = path.join(projects, projectSlug(req.config.cwd), `${req.sessionId}.jsonl`);
-    const candidates = [expected];
-    // Long paths get a shortened folder name: fall back to finding the id in any project folder.
-    try {
-      for (const dir of await fs.readdir(projects)) candidates.push(path.join(projects, dir, `${req.sessionId}.jsonl`));
-    } catch {
-      return null;
-    }
+    const candidates = await transcriptCandidates(req.env, req.config.cwd, req.sessionId);
     const needle = normaliseForMatch(req.message);
     for (const file of candidates) {
       const read = await readJsonlFrom(file, 0);
@@ -125,6 +99,8 @@ export const claudeCodeAdapter: CliAdapter = {
     return new ClaudeTurnObserver(message, notBefore);
   },
 
+  structured: claudeStructured,
+
   async scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>): Promise<Record<string, string>> {
     const home = path.join(dir, 'home');
     await createManagedHome(home);
@@ -134,6 +110,11 @@ export const claudeCodeAdapter: CliAdapter = {
     delete out.CLAUDE_CONFIG_DIR;
     return out;
   },
+
+  // Claude Code writes the user record the moment a prompt is submitted (measured on 2.1.328: a
+  // turn is "running" seconds before a delayed reply), so a message unrecorded after this long
+  // sits in a dialog (theme picker, an auto-mode notice), not in a slow turn.
+  promptRecordedWithinMs: 20_000,
 
   pasteText(message: string): string {
     // A leading '!' opens bash mode and '#' a memory note when typed; a space keeps a pasted one
@@ -145,7 +126,9 @@ export const claudeCodeAdapter: CliAdapter = {
     // The input box trims leading blanks and strips zero-width characters, then runs a leading
     // '/' as a slash command (measured on 2.1.328: ' /exit' and '\u2060/exit' both ended the
     // session). No guard keeps it text, so such a message is refused rather than sent.
-    return /^[\s\u200b-\u200f\u2060-\u2064\ufeff]*\//.test(message)
+    // Every blank and every invisible character (format and default-ignorable ones: soft
+    // hyphen, U+034F, U+180E, …) is passed over the way the CLI does before it decides.
+    return /^[\s\p{Default_Ignorable_Code_Point}\p{Cf}]*\//u.test(message)
       ? 'Claude Code runs a message that starts with "/" as a slash command; put text before the "/"'
       : null;
   },

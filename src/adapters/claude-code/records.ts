@@ -56,10 +56,17 @@ const SystemRecord = z.object({
 const KnownOther = z.object({
   type: z.enum([
     'mode', 'permission-mode', 'atis-latch', 'file-history-snapshot', 'attachment', 'api-request-shape',
-    'api-request-blob', 'api-request', 'tools-used', 'last-prompt', 'queue-operation', 'cost-state', 'summary',
+    'api-request-blob', 'api-request', 'tools-used', 'last-prompt', 'queue-operation', 'summary',
     'custom-title', 'agent-name', 'tag', 'pr-link', 'progress',
   ]),
 });
+
+/**
+ * The session's running cost, written as a process leaves the session (measured on 2.1.328: last
+ * record of every `claude -p` run, and of a TUI that exits; a resumed TUI writes one before its
+ * first prompt too). Print mode writes no `turn_duration`: after our message this is its end.
+ */
+const CostStateRecord = z.object({ type: z.literal('cost-state') });
 
 export type UserRecord = z.infer<typeof UserRecord>;
 export type AssistantRecord = z.infer<typeof AssistantRecord>;
@@ -69,6 +76,7 @@ export type ClaudeRecord =
   | { kind: 'user'; record: z.infer<typeof UserRecord> }
   | { kind: 'assistant'; record: z.infer<typeof AssistantRecord> }
   | { kind: 'system'; record: z.infer<typeof SystemRecord> }
+  | { kind: 'processEnd' }
   | { kind: 'other' }
   | { kind: 'unknown' };
 
@@ -85,6 +93,7 @@ export function classifyRecord(value: unknown): ClaudeRecord {
   if (assistant.success) return { kind: 'assistant', record: assistant.data };
   const system = SystemRecord.safeParse(value);
   if (system.success) return { kind: 'system', record: system.data };
+  if (CostStateRecord.safeParse(value).success) return { kind: 'processEnd' };
   if (KnownOther.safeParse(value).success) return { kind: 'other' };
   return { kind: 'unknown' };
 }
@@ -104,11 +113,17 @@ export function userText(record: z.infer<typeof UserRecord>): string | null {
 export const INTERRUPT_PREFIX = '[Request interrupted by user';
 
 /**
- * The text as the TUI stores it: CR/CRLF become LF, each tab becomes four spaces (measured on
- * 2.1.328: the input box expands pasted tabs), and no surrounding blank space.
+ * Text as Claude Code stores what it was given: line endings and U+2028 as LF, a tab as four
+ * spaces (its input box), and without the invisible format characters it strips (measured on
+ * 2.1.328: U+200B, U+2060, U+FEFF, U+202E, U+00AD are gone from the stored prompt). Both sides
+ * of a match go through this, so a message containing them still finds its own record.
  */
 export function normaliseForMatch(text: string): string {
-  return text.replace(/\r\n?/g, '\n').replace(/\t/g, '    ').trim();
+  return text
+    .replace(/\r\n?|\u2028/g, '\n')
+    .replace(/\t/g, '    ')
+    .replace(/[\p{Default_Ignorable_Code_Point}\p{Cf}]/gu, '')
+    .trim();
 }
 
 export function toolFromUse(block: z.infer<typeof ToolUseBlock>): ToolActivity {

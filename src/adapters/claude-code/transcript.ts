@@ -53,9 +53,16 @@ export const ANSWER_FLUSH_MS = 5000;
  * Failed: an API-error assistant, or a prompt a UserPromptSubmit hook blocked or stopped.
  * Interrupted: an interrupt record. Lost: a newer human prompt (by promptId, or, in releases whose
  * user records carry none, any later human prompt).
+ * Print mode (`claude -p`, the structured transport) writes no `turn_duration` and runs no
+ * hook cal gave it; its process ends the turn with `cost-state`: completed when the last reply
+ * was the final answer, lost when the process left in the middle of the turn (after a tool call).
  */
 export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord> {
   private readonly toolIndex = new Map<string, ToolActivity>();
+  /** Our message as the CLI stores it. */
+  private readonly ourText: string;
+  /** Whether any assistant record of this turn was read (a resumed TUI writes cost-state first). */
+  private replied = false;
   /** Our user record: its uuid, when it was written, the session and the release that wrote it. */
   private ours: { uuid: string | null; at: number | null; sessionId: string | null; writesSummary: boolean } | null = null;
   /** The turn's latest message is assistant output that calls no tool: the final answer so far. */
@@ -69,6 +76,11 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
   private lastStop: { signal: StopSignal; seenAt: number } | null = null;
   /** When the transcript or the signal said the turn stopped, while its answer is not in yet. */
   private stoppedAt: number | null = null;
+
+  constructor(message: string, notBefore?: Date) {
+    super(message, notBefore);
+    this.ourText = normaliseForMatch(message);
+  }
 
   protected classify(value: unknown): KnownClaudeRecord | null {
     const rec = classifyRecord(value);
@@ -103,7 +115,8 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
     }
     if (rec.kind !== 'user' || rec.record.isMeta || rec.record.isCompactSummary) return;
     const text = userText(rec.record);
-    if (text === null || text.startsWith(INTERRUPT_PREFIX)) return;
+    // Claude's own interrupt note is not a prompt, unless our message itself starts that way.
+    if (text === null || (text.startsWith(INTERRUPT_PREFIX) && !this.ourText.startsWith(INTERRUPT_PREFIX))) return;
     if (rec.record.origin && rec.record.origin.kind !== 'human') return;
     if (!this.isOurs(text)) return;
     const at = rec.record.timestamp ? Date.parse(rec.record.timestamp) : NaN;
@@ -134,6 +147,12 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
       case 'system':
         if (rec.record.subtype === 'turn_duration') this.end('completed', this.lastAnswer, null);
         else if (rec.record.subtype === 'stop_hook_summary') this.onStopSummary();
+        break;
+      case 'processEnd':
+        // Before any reply it is a resumed TUI's start-up record, not an end.
+        if (!this.replied) break;
+        if (this.answerReady && this.lastAnswer !== null) this.end('completed', this.lastAnswer, null);
+        else this.end('lost', null, 'the CLI process left the session before the turn ended');
         break;
       default:
         break;
@@ -202,6 +221,7 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
       this.end('failed', null, text || 'the CLI recorded an API error without text');
       return;
     }
+    this.replied = true;
     let callsTool = record.message.stop_reason === 'tool_use';
     for (const block of record.message.content) {
       const use = ToolUseBlock.safeParse(block);

@@ -1,8 +1,8 @@
-import { execa } from 'execa';
 import { z } from 'zod';
 import { CalError } from '../../errors.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
-import type { LaunchRequest, StructuredTurnResult, TurnProgress } from '../types.js';
+import type { LaunchRequest, StructuredRunRequest, StructuredTurnResult } from '../types.js';
+import { runProcess } from '../run-process.js';
 import { commonOverrides } from './config.js';
 import { codexEnv } from './binary.js';
 import { codexHome, findRolloutById } from './sessions.js';
@@ -185,8 +185,15 @@ export function lastErrorLine(stderr: string): string {
   return errors.at(-1) ?? lines.filter((l) => !/^(Stack backtrace:|\d+: )/.test(l)).at(-1) ?? '';
 }
 
+/**
+ * A message longer than this goes to `codex exec` on stdin (`-`): one argument of argv holds at
+ * most 128 KB on Linux, and a 200 KB message failed to launch at all.
+ */
+export const STDIN_MESSAGE_BYTES = 64 * 1024;
+
 export function execArgv(req: LaunchRequest): string[] {
   const resume = req.mode === 'resume';
+  const viaStdin = Buffer.byteLength(req.message) > STDIN_MESSAGE_BYTES;
   if (resume && !req.sessionId) throw new CalError('internal', 'codex exec resume without a session id');
   return [
     req.cli.realPath,
@@ -197,34 +204,35 @@ export function execArgv(req: LaunchRequest): string[] {
     ...commonOverrides(req.config),
     '--',
     ...(resume ? [req.sessionId as string] : []),
-    req.message,
+    viaStdin ? '-' : req.message,
   ];
 }
 
-export async function runExecTurn(req: LaunchRequest & { timeoutMs: number; onProgress?: (progress: TurnProgress) => void }): Promise<StructuredTurnResult> {
+export async function runExecTurn(req: StructuredRunRequest): Promise<StructuredTurnResult> {
   const argv = execArgv(req);
   const startedAt = new Date(Date.now() - 1000);
-  const child = execa(argv[0] as string, argv.slice(1), {
+  // Items as exec reports them, before the turn ends (--stream): the complete lines so far.
+  const report = req.onProgress;
+  let seen = '';
+  const res = await runProcess(argv[0] as string, argv.slice(1), {
     cwd: req.config.cwd,
     env: codexEnv(req.env, req.cli.realPath),
-    extendEnv: false,
-    stdin: 'ignore',
-    reject: false,
-    timeout: req.timeoutMs,
+    timeoutMs: req.timeoutMs,
     maxBuffer: 256 << 20,
+    ...(Buffer.byteLength(req.message) > STDIN_MESSAGE_BYTES ? { input: req.message } : {}),
+    // A cancel interrupts codex as Ctrl-C in its terminal would; the stream then ends the turn.
+    ...(req.signal ? { interrupt: req.signal } : {}),
+    onStdout: report
+      ? (chunk) => {
+          seen += chunk.toString('utf8');
+          const so = parseExecStream(seen.slice(0, seen.lastIndexOf('\n') + 1));
+          report({ observation: so.threadId ? { phase: 'running', turnKey: null } : { phase: 'waiting' }, tools: so.tools, partialAnswer: so.answer ?? '' });
+        }
+      : undefined,
   });
-  if (req.onProgress) {
-    // Items as exec reports them, before the turn ends (--stream): the complete lines so far.
-    const report = req.onProgress;
-    let seen = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      seen += chunk.toString('utf8');
-      const complete = seen.slice(0, seen.lastIndexOf('\n') + 1);
-      const so = parseExecStream(complete);
-      report({ observation: so.threadId ? { phase: 'running', turnKey: null } : { phase: 'waiting' }, tools: so.tools, partialAnswer: so.answer ?? '' });
-    });
+  if (res.spawnError) {
+    throw new CalError('cli_missing', `could not run ${argv[0]} (${res.spawnError.code ?? res.spawnError.message}): reinstall it or start a new session`);
   }
-  const res = await child;
   if (res.timedOut) {
     throw new CalError('timeout', `codex exec gave no end of turn within ${Math.round(req.timeoutMs / 1000)}s`);
   }

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { CalError } from '../../errors.js';
 import type { PinnedCli } from '../../handles/schema.js';
-import { findExecutable, readVersion } from '../resolve.js';
+import { findExecutable, pinCli } from '../resolve.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
 import { compareVersions, pinSupported, type SupportedVersions } from '../versions.js';
 import { codexEnv, nativeCodexBinary, wrapperEnv } from './binary.js';
@@ -71,8 +71,7 @@ export const codexAdapter: CliAdapter = {
   async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
     const found = findExecutable('codex', cliPath, env);
     const native = nativeCodexBinary(found);
-    const version = await readVersion(native, { ...env, ...wrapperEnv(native) });
-    return pinSupported('Codex', { path: found.path, realPath: native, version }, codexVersions);
+    return pinSupported('Codex', await pinCli({ path: found.path, realPath: native }, { ...env, ...wrapperEnv(native) }), codexVersions);
   },
 
   async prepare(env: Record<string, string>, _config: SessionConfig): Promise<void> {

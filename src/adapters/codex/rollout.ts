@@ -299,13 +299,16 @@ export class CodexTurnObserver extends TranscriptTurnObserver<KnownCodexRecord> 
     let text: string | null = null;
     let turnId: string | null = null;
     if (rec.kind === 'item') {
+      // A user-message item is what the user sent, whatever it starts with ("<environment_context>"
+      // typed by a person is still theirs).
       text = userMessageText(rec.item);
       turnId = rec.turnId;
-    } else if (rec.kind === 'user_response_item') {
+    } else if (rec.kind === 'user_response_item' && !isInjectedContext(rec.text)) {
+      // Context Codex injects comes as user-role response items: passed over.
       text = rec.text;
       turnId = rec.turnId ?? this.openTurn;
     }
-    if (text === null || turnId === null || isInjectedContext(text)) return;
+    if (text === null || turnId === null) return;
     if (this.isOurs(text)) this.begin(turnId);
   }
 }

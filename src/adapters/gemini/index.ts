@@ -4,7 +4,7 @@ import path from 'node:path';
 import { CalError } from '../../errors.js';
 import type { PinnedCli } from '../../handles/schema.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
-import { findExecutable, readVersion } from '../resolve.js';
+import { findExecutable, pinCli } from '../resolve.js';
 import { pinSupported, type SupportedVersions } from '../versions.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
 import { SESSION_HEADER, checkRetentionOff, geminiDir, isManagedGeminiHome, scriptedGeminiEnv } from './home.js';
@@ -125,7 +125,7 @@ export const geminiAdapter: CliAdapter = {
 
   async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
     const found = findExecutable('gemini', cliPath, env);
-    return pinSupported('Gemini CLI', { ...found, version: await readVersion(found.realPath, { ...env, ...geminiEnv }) }, geminiVersions);
+    return pinSupported('Gemini CLI', await pinCli(found, { ...env, ...geminiEnv }), geminiVersions);
   },
 
   async prepare(env: Record<string, string>, config: SessionConfig): Promise<void> {

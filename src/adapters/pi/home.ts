@@ -1,6 +1,7 @@
 import { closeSync, openSync, readdirSync, readSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { CalError } from '../../errors.js';
 
 /**
  * Where Pi (0.73.1) keeps its config and sessions, and the throwaway agent dir cal builds for the
@@ -20,7 +21,7 @@ export function piAgentDir(env: Record<string, string>): string {
 
 function homeOf(env: Record<string, string>): string {
   const home = env.HOME;
-  if (!home) throw new Error('HOME is not set: Pi keeps its config and sessions under $HOME/.pi/agent (or PI_CODING_AGENT_DIR)');
+  if (!home) throw new CalError('usage', 'HOME is not set: Pi keeps its config and sessions under $HOME/.pi/agent (or PI_CODING_AGENT_DIR)');
   return home;
 }
 

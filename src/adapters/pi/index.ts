@@ -1,15 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { CalError } from '../../errors.js';
 import type { PinnedCli } from '../../handles/schema.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
-import { findExecutable, readVersion } from '../resolve.js';
+import { findExecutable, pinCli } from '../resolve.js';
 import { pinSupported, type SupportedVersions } from '../versions.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
-import { fileURLToPath } from 'node:url';
-import { chooseSessionFile, findSessionFile, scriptedPiEnv, sessionFolders } from './home.js';
-import { MCP_CONFIG_ENV } from './mcp-extension.js';
+import { scriptedPiEnv } from './home.js';
+import { chosenFile, sessionFileFor, sessionFlags } from './launch.js';
+import { piStructured } from './structured.js';
 import { classifyRecord, normaliseForMatch, PiTurnObserver, SessionHeader } from './session.js';
 
 /**
@@ -30,16 +29,13 @@ import { classifyRecord, normaliseForMatch, PiTurnObserver, SessionHeader } from
  */
 export const piVersions: SupportedVersions = { floor: '0.73.1', certified: '0.73.1' };
 
-/** The bridge extension, next to this file in the build. */
-const MCP_EXTENSION = fileURLToPath(new URL('./mcp-extension.js', import.meta.url));
-
 export const piAdapter: CliAdapter = {
   name: 'pi',
   executable: 'pi',
   capabilities: {
     tmuxContinuation: true,
     nativeResumeInTmux: true,
-    structuredTransport: false,
+    structuredTransport: true,
     apiOnly: false,
     // `--session <path>` resumes from any folder (the header's cwd is used); cal still relaunches
     // in the original one.
@@ -50,7 +46,7 @@ export const piAdapter: CliAdapter = {
 
   async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
     const found = findExecutable('pi', cliPath, env);
-    return pinSupported('Pi', { ...found, version: await readVersion(found.realPath, { ...env, PI_OFFLINE: '1' }) }, piVersions);
+    return pinSupported('Pi', await pinCli(found, { ...env, PI_OFFLINE: '1' }), piVersions);
   },
 
   async prepare(_env: Record<string, string>, config: SessionConfig): Promise<void> {
@@ -62,40 +58,22 @@ export const piAdapter: CliAdapter = {
   },
 
   launch(req: LaunchRequest): LaunchPlan {
-    let sessionFile: string;
-    if (req.mode === 'resume') {
-      if (!req.sessionId) throw new CalError('internal', 'pi resume without a session id');
-      // `--session <path>` creates a missing file (a silent fresh start), so the file must be there.
-      const found = findSessionFile(req.env, req.config.cwd, req.sessionId);
-      if (!found) {
-        throw new CalError('resume_unavailable', `pi session ${req.sessionId} has no session file in ${sessionFolders(req.env, req.config.cwd).join(' or ')} any more, so pi cannot resume it (it would start a new session)`);
-      }
-      sessionFile = found;
-    } else {
-      // A relaunch of a session that never bound keeps the file it chose first.
-      sessionFile = req.sessionId && path.isAbsolute(req.sessionId) ? req.sessionId : chooseSessionFile(req.env, req.config.cwd, req.sessionId ?? randomUUID());
-    }
-    const argv = [req.cli.realPath, '--session', sessionFile];
-    if (req.config.model) argv.push('--model', req.config.model);
-    if (req.config.systemPrompt) argv.push('--append-system-prompt', req.config.systemPrompt);
-    const env: Record<string, string> = { ...req.env };
-    delete env[MCP_CONFIG_ENV];
-    if (req.config.mcpConfigPath) {
-      // Pi has no MCP client: cal's bridge extension (loaded by Pi's own -e) starts the servers.
-      argv.push('--extension', MCP_EXTENSION);
-      env[MCP_CONFIG_ENV] = req.config.mcpConfigPath;
-    }
+    const sessionFile = sessionFileFor(req);
+    const flags = sessionFlags(req);
     // The first message goes in argv: the TUI prompts with it once it is ready (measured: no
     // keystroke race, no bracketed paste before the TUI asked for it, tabs kept). Pi's parser
     // has no `--`; pasteText keeps a leading '-' or '@' from being read as a flag or a file.
-    argv.push(req.message);
-    return { argv, env, cwd: req.config.cwd, deliversMessage: true, sessionId: sessionFile };
+    const argv = [req.cli.realPath, '--session', sessionFile, ...flags.argv, req.message];
+    return { argv, env: flags.env, cwd: req.config.cwd, deliversMessage: true, sessionId: sessionFile };
   },
 
   async bindTranscript(req: BindRequest): Promise<TranscriptBinding | null> {
     // Pi writes the file only once the first reply (or error) exists, with the user message in it.
-    if (!req.sessionId || !path.isAbsolute(req.sessionId)) return null;
-    const read = await readJsonlFrom(req.sessionId, 0);
+    // The id is the file a pane launch chose, or (structured) the pending id the file is named after.
+    if (!req.sessionId) return null;
+    const file = path.isAbsolute(req.sessionId) ? req.sessionId : chosenFile(req.env, req.config.cwd, req.sessionId);
+    if (!file) return null;
+    const read = await readJsonlFrom(file, 0);
     if (read.missing) return null;
     const needle = normaliseForMatch(req.message);
     const recorded = read.records.some((r) => {
@@ -105,18 +83,22 @@ export const piAdapter: CliAdapter = {
     if (!recorded) return null;
     const header = read.records.map((r) => SessionHeader.safeParse(r.value)).find((h) => h.success);
     if (!header?.success) return null;
-    return { path: req.sessionId, sessionId: header.data.id };
+    return { path: file, sessionId: header.data.id };
   },
 
   observeTurn(message: string, notBefore?: Date) {
     return new PiTurnObserver(message, notBefore);
   },
 
+  structured: piStructured,
+
   pasteText(message: string): string {
     // In argv a leading '-' is a flag and '@' a file to attach: a space keeps it text. Pasted, the
     // editor trims that space and would run a leading '!' as a shell command and a leading '/' as
     // a slash command; a zero-width space (not trimmed, invisible to people) keeps those text.
-    if (/^[!/]/.test(message)) return `\u200b${message}`;
+    // The editor trims every leading blank first (tab, LF, CR, U+00A0, U+3000, U+FEFF…), so the
+    // guard looks past them too: ' !cmd' would otherwise run as a shell command.
+    if (/^\s*[!/]/u.test(message)) return `\u200b${message}`;
     return /^[-@]/.test(message) ? ` ${message}` : message;
   },
 

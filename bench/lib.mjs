@@ -1,0 +1,158 @@
+// Helpers for bench/run.mjs: timed child processes, cal's timing trace, transcript watching,
+// statistics and the report table. Times are epoch milliseconds with sub-millisecond precision
+// (performance.timeOrigin + performance.now()), the clock cal's CAL_TRACE_TIMING marks use too.
+import { spawn, spawnSync } from 'node:child_process';
+import { closeSync, fstatSync, openSync, readSync, watch } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const calBin = path.join(root, 'bin', 'cal.js');
+export const binDir = path.join(root, 'node_modules', '.bin');
+export const now = () => performance.timeOrigin + performance.now();
+
+export const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+};
+
+/** Runs a command to its end; startedAt is taken right before the spawn, exitedAt at its exit. */
+export function timed(cmd, args, { env, cwd, input } = {}) {
+  return new Promise((resolve) => {
+    const startedAt = now();
+    const child = spawn(cmd, args, { env, cwd, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    if (input !== undefined) child.stdin.end(input);
+    child.on('close', (code) => resolve({ code, stdout, stderr, startedAt, exitedAt: now(), ms: now() - startedAt, pid: child.pid }));
+  });
+}
+
+/** Runs cal (the built bin) with a timing trace of its own; returns the run and its marks by name. */
+export async function calTimed(args, { env, trace, input }) {
+  await fs.rm(trace, { force: true });
+  const run = await timed(process.execPath, [calBin, ...args], { env: { ...env, CAL_TRACE_TIMING: trace }, input });
+  const marks = {};
+  const text = await fs.readFile(trace, 'utf8').catch(() => '');
+  for (const line of text.split('\n')) {
+    const [t, , name] = line.split(' ');
+    if (name && marks[name] === undefined) marks[name] = Number(t);
+  }
+  return { ...run, marks };
+}
+
+/**
+ * Watches a JSONL transcript for a line containing `needle` written after its current end.
+ * The time is taken when the change notification arrives, before the new bytes are read.
+ * seenAt() gives that time (or null), wait() resolves with it, stop() ends the watch.
+ */
+export function watchFor(file, needle) {
+  const fd = openSync(file, 'r');
+  let offset = fstatSync(fd).size;
+  let seenAt = null;
+  let text = '';
+  let wake = () => undefined;
+  const check = () => {
+    const at = now();
+    if (seenAt !== null) return;
+    const size = fstatSync(fd).size;
+    if (size <= offset) return;
+    const buf = Buffer.alloc(size - offset);
+    readSync(fd, buf, 0, buf.length, offset);
+    offset = size;
+    text += buf.toString('utf8');
+    if (text.includes(needle)) {
+      seenAt = at;
+      wake();
+    }
+  };
+  const watcher = watch(file, check);
+  // inotify can coalesce or miss: a slow poll as well.
+  const poll = setInterval(check, 50);
+  return {
+    seenAt: () => {
+      check();
+      return seenAt;
+    },
+    wait: (timeoutMs = 120_000) =>
+      new Promise((resolve, reject) => {
+        if (seenAt !== null) return resolve(seenAt);
+        const timer = setTimeout(() => reject(new Error(`${needle} did not appear in ${file} within ${timeoutMs} ms`)), timeoutMs);
+        wake = () => {
+          clearTimeout(timer);
+          resolve(seenAt);
+        };
+      }),
+    stop: () => {
+      clearInterval(poll);
+      watcher.close();
+      closeSync(fd);
+    },
+  };
+}
+
+export async function fileSize(file) {
+  try {
+    return (await fs.stat(file)).size;
+  } catch {
+    return 0;
+  }
+}
+
+export function versionOf(bin, env) {
+  const r = spawnSync(path.join(binDir, bin), ['--version'], { env, encoding: 'utf8' });
+  return /(\d+\.\d+\.\d+)/.exec(`${r.stdout}${r.stderr}`)?.[1] ?? '?';
+}
+
+export function must(run, what) {
+  if (run.code !== 0) throw new Error(`${what} exited ${run.code}: ${(run.stderr || run.stdout).trim().slice(0, 500)}`);
+  return run;
+}
+
+const fmt = (ms) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(1)} ms`);
+export { fmt };
+
+/** The report: one row per target, measured value, limit, ratio to the limit, PASS/MISS. */
+export class Report {
+  rows = [];
+  notes = [];
+
+  /** A target "measured ≤ limit" in milliseconds. */
+  absolute(target, measuredMs, limitMs, detail = '') {
+    this.rows.push({ target, measured: fmt(measuredMs), limit: `≤ ${fmt(limitMs)}`, ratio: measuredMs / limitMs, pass: measuredMs <= limitMs, detail });
+  }
+
+  /** A target "measured ≤ factor × baseline". */
+  relative(target, measuredMs, baselineMs, factor, baselineName, detail = '') {
+    const ratio = measuredMs / baselineMs;
+    this.rows.push({ target, measured: `${fmt(measuredMs)} vs ${fmt(baselineMs)} ${baselineName}`, limit: `≤ ${factor.toFixed(2)}x`, ratio, ratioText: `${ratio.toFixed(2)}x`, pass: ratio <= factor, detail });
+  }
+
+  /** A target "measured ≤ baseline + slack". */
+  slack(target, measuredMs, baselineMs, slackMs, baselineName, detail = '') {
+    const limit = baselineMs + slackMs;
+    this.rows.push({ target, measured: `${fmt(measuredMs)} vs ${fmt(baselineMs)} ${baselineName}`, limit: `≤ ${baselineName} + ${fmt(slackMs)}`, ratio: measuredMs / limit, pass: measuredMs <= limit, detail });
+  }
+
+  failed(target, why) {
+    this.rows.push({ target, measured: 'failed', limit: '', ratio: NaN, pass: false, detail: why });
+  }
+
+  print() {
+    const lines = [];
+    for (const r of this.rows) {
+      lines.push(`${r.pass ? 'PASS' : 'MISS'}  ${r.target}`);
+      lines.push(`      measured ${r.measured}; target ${r.limit}; ratio ${r.ratioText ?? (Number.isNaN(r.ratio) ? '-' : r.ratio.toFixed(2))}`);
+      if (r.detail) lines.push(`      ${r.detail}`);
+    }
+    for (const n of this.notes) lines.push(`note: ${n}`);
+    const misses = this.rows.filter((r) => !r.pass).length;
+    lines.push(`${this.rows.length - misses} of ${this.rows.length} targets met`);
+    console.log(lines.join('\n'));
+    return misses;
+  }
+}

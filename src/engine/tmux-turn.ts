@@ -1,0 +1,258 @@
+import { randomBytes } from 'node:crypto';
+import type { TurnObserver } from '../adapters/types.js';
+import { CalError } from '../errors.js';
+import type { PinnedCli, ProviderHandle, TmuxLocation } from '../handles/schema.js';
+import { waitForChange } from '../transcripts/jsonl-tail.js';
+import { checkArgvSize, paneCommand } from './launch-script.js';
+import type { PreparedMessage } from './message.js';
+import { PANE_TAG_ENV, samePane } from './tmux-control.js';
+import { feedSignals, feedTranscript } from './transcript-feed.js';
+import type { EngineResult, TurnRequest } from './types.js';
+
+/**
+ * The tmux transport's mechanics for one turn: launch a pane (fresh or native resume), or paste
+ * into the live one, then follow the CLI's own transcript until the turn ends. Which of these
+ * happens is decided in decision.ts; completion and the answer come only from the transcript.
+ */
+const POLL_MS = 250;
+const PANE_CHECK_MS = 500;
+/** How long the CLI may take to record a pasted message before Enter is sent once more. */
+const RESUBMIT_AFTER_MS = 3000;
+/** After a cancel, how long the CLI has to record its own interrupt before cal settles the turn. */
+const CANCEL_GRACE_MS = 10_000;
+
+type Mode = 'fresh' | 'resume' | 'paste';
+
+export async function launchAndFollow(req: TurnRequest, msg: PreparedMessage, mode: 'fresh' | 'resume'): Promise<EngineResult> {
+  const { adapter, hooks } = req;
+  const tmux = req.tmux(req.tmuxSocket);
+  let handle = req.handle;
+  const plan = adapter.launch({
+    cli: handle.cli as PinnedCli,
+    env: req.env,
+    config: req.config,
+    mode,
+    sessionId: mode === 'resume' ? handle.nativeSessionId : handle.pendingSessionId,
+    message: msg.typed,
+    ...(req.sessionDir ? { sessionDir: req.sessionDir } : {}),
+  });
+  checkArgvSize(plan.argv, 'the message');
+  const command = req.sessionDir ? await paneCommand(req.sessionDir, plan.argv) : plan.argv;
+  await hooks.onSending();
+  const sentAt = new Date(Date.now() - 1000);
+  // A session of this name is this handle's own pane, launched by a cal that died before it
+  // recorded the pane: it must not run beside the new one (two CLIs on one session).
+  await tmux.killSession(req.paneName);
+  const tag = `${req.paneName.replace(/[^a-z0-9-]/g, '')}-${randomBytes(4).toString('hex')}`.slice(-64);
+  const pane = await tmux.newPane({ session: req.paneName, cwd: plan.cwd, argv: command, env: { ...plan.env, [PANE_TAG_ENV]: tag } });
+  await hooks.onPaneLaunched?.();
+  const location: TmuxLocation = { socket: tmux.socket, session: pane.session, paneId: pane.paneId, panePid: pane.pid, tag };
+  handle = {
+    ...handle,
+    tmux: location,
+    status: 'active',
+    pendingSessionId: mode === 'fresh' ? plan.sessionId : handle.pendingSessionId,
+    signals: plan.signalFile ? { path: plan.signalFile, offset: handle.signals?.path === plan.signalFile ? handle.signals.offset : 0 } : handle.signals,
+  };
+  await hooks.onHandleChanged(handle, {
+    added: { tmux: location, startedAt: new Date().toISOString(), endedAt: null, endReason: null, launch: mode },
+  });
+  if (!plan.deliversMessage) await pasteAndSubmit(req, location.socket, pane.paneId, msg.typed);
+  await hooks.onSent?.();
+  return follow({ ...req, handle }, msg.text, mode, sentAt, !plan.deliversMessage);
+}
+
+export async function pasteAndFollow(req: TurnRequest, msg: PreparedMessage): Promise<EngineResult> {
+  await req.hooks.onSending();
+  const sentAt = new Date(Date.now() - 1000);
+  const location = req.handle.tmux as TmuxLocation;
+  await pasteAndSubmit(req, location.socket, location.paneId, msg.typed);
+  await req.hooks.onSent?.();
+  return follow(req, msg.text, 'paste', sentAt, true);
+}
+
+/** Follows a turn the CLI already has (a cal that died mid-turn): nothing is sent. */
+export async function awaitRecorded(req: TurnRequest, text: string, sentAt: Date): Promise<EngineResult> {
+  if (!req.handle.tmux) throw new CalError('lost', 'the turn has no pane to wait on');
+  return follow(req, text, 'paste', sentAt, false);
+}
+
+/** Bracketed paste, then Enter: at once, or after the pause the adapter declares. */
+async function pasteAndSubmit(req: TurnRequest, socket: string, paneId: string, typed: string): Promise<void> {
+  const tmux = req.tmux(socket);
+  const delay = req.adapter.pasteSubmitDelayMs ?? 0;
+  await tmux.paste(paneId, typed, delay <= 0);
+  if (delay > 0) {
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    await tmux.sendKeys(paneId, ['Enter']);
+  }
+}
+
+/**
+ * Follows the transcript from the stored offset until our turn ends, the pane dies, the caller
+ * cancels or the timeout passes. The stored offset moves only past records this turn consumed.
+ */
+async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, pasted: boolean): Promise<EngineResult> {
+  const { adapter, hooks } = req;
+  let handle = req.handle;
+  const location = handle.tmux as TmuxLocation;
+  const tmux = req.tmux(location.socket);
+  const observer = adapter.observeTurn(text, sentAt);
+  const deadline = Date.now() + req.timeoutMs;
+  let transcriptPath = handle.transcript?.path ?? null;
+  let offset = handle.transcript?.offset ?? 0;
+  let signalOffset = handle.signals?.offset ?? 0;
+  let recorded = false;
+  let resubmits = 0;
+  let lastPaneCheck = 0;
+  let cancelledAt: number | null = null;
+  let fedRecords = 0;
+  // When the CLI last wrote a record (or cal last pressed the adapter's stall keys).
+  let lastRecordAt = Date.now();
+
+  const onRecord = async () => {
+    fedRecords++;
+    lastRecordAt = Date.now();
+    if (!recorded && observer.observation.phase !== 'waiting') {
+      recorded = true;
+      await hooks.onRecorded(observerKey(observer));
+      await hooks.emit('running', { turnKey: observerKey(observer) });
+    }
+    // Progress after every record, so --stream shows a turn in the order the CLI wrote it,
+    // even when the whole turn arrives in one read.
+    if (recorded) hooks.onProgress?.(observer);
+  };
+  const readAll = async (): Promise<boolean> => {
+    if (handle.signals) signalOffset = await feedSignals(handle.signals.path, signalOffset, observer);
+    if (!transcriptPath) return false;
+    const fed = await feedTranscript(transcriptPath, offset, observer, onRecord);
+    if (fed.truncated) {
+      throw new CalError('resume_unavailable', `the ${adapter.name} transcript ${transcriptPath} is shorter than what cal already read: it was replaced or truncated`);
+    }
+    offset = fed.offset;
+    return observer.observation.phase === 'ended';
+  };
+  const settle = async (status: ProviderHandle['status']) => {
+    handle = {
+      ...handle,
+      status,
+      transcript: transcriptPath ? { path: transcriptPath, offset } : handle.transcript,
+      signals: handle.signals ? { ...handle.signals, offset: signalOffset } : null,
+    };
+    await hooks.onHandleChanged(handle, {});
+  };
+
+  /** A transcript that holds records, none of a shape the adapter knows, is not an empty turn. */
+  const refuseSchemaDrift = () => {
+    if (recorded || fedRecords === 0 || observer.unknownRecords < fedRecords) return;
+    throw new CalError(
+      'cli_unsupported',
+      `${adapter.name} ${handle.cli?.version ?? ''} wrote ${fedRecords} transcript records of no shape cal knows to ${transcriptPath}: its transcript format changed (schema drift)`,
+    );
+  };
+
+  for (;;) {
+    if (!transcriptPath) {
+      const bound = await adapter.bindTranscript({ env: req.env, config: req.config, sessionId: handle.pendingSessionId, message: text, sentAt });
+      if (bound) {
+        transcriptPath = bound.path;
+        offset = 0;
+        handle = { ...handle, nativeSessionId: bound.sessionId, pendingSessionId: null, transcript: { path: bound.path, offset: 0 } };
+        await hooks.onHandleChanged(handle, {});
+      }
+    }
+    if (await readAll()) {
+      await settle('idle');
+      const obs = observer.observation;
+      if (obs.phase !== 'ended') throw new CalError('internal', 'observer ended without an outcome');
+      return { handle, outcome: { status: obs.status, answer: obs.answer, error: obs.error, turnKey: obs.turnKey, tools: observer.tools } };
+    }
+
+    const now = Date.now();
+    if (now - lastPaneCheck >= PANE_CHECK_MS) {
+      lastPaneCheck = now;
+      const state = await tmux.paneState(location.paneId);
+      if (!samePane(location, state) || state.dead) {
+        // One last read: the CLI may have written its end record while exiting.
+        if (await readAll()) continue;
+        const screen = samePane(location, state) ? lastWords(await tmux.capture(location.paneId)) : '';
+        await settle('lost');
+        refuseSchemaDrift();
+        if (!recorded) {
+          if (mode === 'resume') {
+            await hooks.emit('resume_unavailable', { screen });
+            throw new CalError('resume_unavailable', `${adapter.name} refused to resume session ${handle.nativeSessionId}${screen ? `: ${screen}` : ''}`);
+          }
+          throw new CalError('lost', `${adapter.name} exited before it recorded the message${screen ? `: ${screen}` : ''}`);
+        }
+        return {
+          handle,
+          outcome: { status: 'lost', answer: null, error: `the ${adapter.name} process ended before the turn recorded its end`, turnKey: observerKey(observer), tools: observer.tools },
+        };
+      }
+      const takeBound = promptBound(adapter.promptRecordedWithinMs, mode, pasted);
+      if (takeBound !== null && !recorded && cancelledAt === null && now - sentAt.getTime() > takeBound) {
+        const screen = lastWords(await tmux.capture(location.paneId));
+        await settle('idle');
+        throw new CalError(
+          'turn_failed',
+          `${adapter.name} did not take the message within ${Math.round(takeBound / 1000)}s: it is not at its prompt (a dialog is open?)${screen ? `: ${screen}` : ''}; answer it in the pane (cal inspect, then a), then continue`,
+        );
+      }
+      if (pasted && !recorded && cancelledAt === null && now - sentAt.getTime() > RESUBMIT_AFTER_MS * (resubmits + 1) && resubmits < 2) {
+        // The TUI can swallow an Enter that arrives while it is busy redrawing; the transcript
+        // (not the screen) says the message was not taken, so press Enter once more.
+        resubmits++;
+        await tmux.sendKeys(location.paneId, ['Enter']);
+      }
+    }
+    const stall = adapter.stallKeys;
+    if (stall && recorded && cancelledAt === null && observer.awaitingModel === true && Date.now() - lastRecordAt >= stall.afterMs) {
+      // The CLI holds a request with nothing recorded for too long (a dialog over a failing
+      // model, for Gemini): the adapter's keys make it record the outcome, or do nothing.
+      lastRecordAt = Date.now();
+      await tmux.sendKeys(location.paneId, stall.keys);
+    }
+    if (req.signal?.aborted && cancelledAt === null) {
+      // Cancelled as Ctrl-C would: interrupt the CLI the way a person at the pane does, and let
+      // it record the interrupt, so the turn is settled from the transcript.
+      cancelledAt = Date.now();
+      await tmux.sendKeys(location.paneId, ['Escape']);
+    }
+    if (cancelledAt !== null && Date.now() - cancelledAt > CANCEL_GRACE_MS) {
+      await settle('idle');
+      return {
+        handle,
+        outcome: { status: 'interrupted', answer: null, error: 'cancelled by the caller', turnKey: observerKey(observer), tools: observer.tools },
+      };
+    }
+    if (Date.now() > deadline) {
+      refuseSchemaDrift();
+      // The stored offset stays where this turn began, so the turn can be settled later.
+      throw new CalError('timeout', `no end of turn from ${adapter.name} within ${Math.round(req.timeoutMs / 1000)}s; the turn may still finish (cal recover settles it)`);
+    }
+    await waitForChange(transcriptPath ?? '/nonexistent-transcript', POLL_MS, 100);
+  }
+}
+
+/**
+ * How long a sent message may stay unrecorded before the CLI is taken to be off its prompt: the
+ * adapter's bound after a paste, three times it after a launch (the TUI starts first); none when
+ * nothing was sent now (a turn followed again) or the CLI records the prompt only with a reply.
+ */
+function promptBound(withinMs: number | undefined, mode: Mode, pasted: boolean): number | null {
+  if (!withinMs) return null;
+  if (mode === 'paste') return pasted ? withinMs : null;
+  return withinMs * 3;
+}
+
+function observerKey(observer: TurnObserver): string | null {
+  const obs = observer.observation;
+  return obs.phase === 'waiting' ? null : obs.turnKey;
+}
+
+/** The last non-empty screen lines of a dead pane, as one line (a diagnostic, not an answer). */
+function lastWords(screen: string): string {
+  const lines = screen.split('\n').map((l) => l.trim()).filter(Boolean).filter((l) => !/^Pane is dead/.test(l));
+  return lines.slice(-3).join(' / ').slice(0, 400);
+}

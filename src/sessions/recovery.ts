@@ -1,0 +1,190 @@
+import { observeRecordedTurn, skipPastTranscript } from '../engine/recorded-turn.js';
+import type { TurnOutcome } from '../engine/types.js';
+import { CalError, toCalError } from '../errors.js';
+import type { ProviderHandle } from '../handles/schema.js';
+import { isProcessAlive, type HeldLock } from '../state/lock.js';
+import { terminalStatuses, type TurnRecord } from '../state/turns.js';
+import { readHistory } from './api-history.js';
+import { errorKindFor, handleLockName, sessionConfig, type SessionContext } from './context.js';
+import { executeTurn } from './execute-turn.js';
+import { adoptTurn, newTurn, type TurnJournal } from './turn-journal.js';
+import type { ExecOptions, RecoverAction, RecoverItem, RecoverRequest } from './types.js';
+
+/**
+ * Settling turns whose cal process is gone (design §6): from the CLI's transcript first, so a
+ * message the CLI already received is never sent twice; a CLI still working is waited for; a
+ * message never delivered is delivered; a turn whose pane died without an end record is lost.
+ */
+type RecoveryPlan =
+  | { action: 'settled_from_transcript'; status: TurnOutcome['status']; answer: string | null; error: string | null; turnKey: string | null; tools: TurnOutcome['tools']; handle: ProviderHandle | null }
+  | { action: 'waited_for_cli'; handle: ProviderHandle | null }
+  | { action: 'marked_lost' }
+  | { action: 'delivered' };
+
+/**
+ * Two passes: first every turn the transcript (or a dead pane) already settles, so none of them
+ * waits behind a CLI that is still working; then the turns that need waiting for or delivering,
+ * in order. Turn records that cannot be read are reported, never skipped in silence.
+ */
+export async function recover(ctx: SessionContext, req: RecoverRequest): Promise<RecoverItem[]> {
+  const open: Array<{ handle: string; turn: TurnRecord }> = [];
+  const items: RecoverItem[] = [];
+  for (const handle of await ctx.store.listHandles()) {
+    for (const turn of await ctx.store.listTurns(handle.id)) {
+      if (terminalStatuses.has(turn.status)) continue;
+      if (turn.ownerPid !== null && isProcessAlive(turn.ownerPid, turn.ownerStartTime)) continue;
+      open.push({ handle: handle.id, turn });
+    }
+    for (const bad of await ctx.store.unreadableTurns(handle.id)) {
+      items.push({ handle: handle.id, turn: bad.file, message: '', before: 'queued', action: 'skipped_unreadable', status: 'queued', answer: null, error: bad.reason });
+    }
+  }
+  const later: typeof open = [];
+  for (const o of open) {
+    const item = await recoverTurn(ctx, o.handle, o.turn, req, 'settle_only');
+    if (item) items.push(item);
+    else later.push(o);
+  }
+  for (const o of later) items.push((await recoverTurn(ctx, o.handle, o.turn, req, 'all')) as RecoverItem);
+  return items;
+}
+
+async function recoverTurn(ctx: SessionContext, handleId: string, stale: TurnRecord, req: RecoverRequest, pass: 'settle_only'): Promise<RecoverItem | null>;
+async function recoverTurn(ctx: SessionContext, handleId: string, stale: TurnRecord, req: RecoverRequest, pass: 'all'): Promise<RecoverItem>;
+async function recoverTurn(ctx: SessionContext, handleId: string, stale: TurnRecord, req: RecoverRequest, pass: 'settle_only' | 'all'): Promise<RecoverItem | null> {
+  const item = (action: RecoverAction, turn: TurnRecord, error?: string): RecoverItem => ({
+    handle: handleId,
+    turn: turn.id,
+    message: turn.message,
+    before: stale.status,
+    action,
+    status: turn.status,
+    answer: turn.answer,
+    ...(error ? { error } : {}),
+  });
+  let lock: HeldLock;
+  try {
+    // Another cal (a live continuation or a second recover) holding the handle owns its turns.
+    lock = await ctx.store.locks.acquire(handleLockName(handleId));
+  } catch {
+    return item('skipped_busy', stale);
+  }
+  try {
+    const current = (await ctx.store.listTurns(handleId)).find((t) => t.id === stale.id) ?? stale;
+    if (terminalStatuses.has(current.status) || (current.ownerPid !== null && isProcessAlive(current.ownerPid, current.ownerStartTime))) {
+      return item('skipped_settled', current);
+    }
+    const plan = await recoveryPlan(ctx, handleId, current, req.env);
+    // The first pass takes only what needs no waiting and no sending.
+    if (pass === 'settle_only' && plan.action !== 'settled_from_transcript' && plan.action !== 'marked_lost') return null;
+    if (req.dryRun) return item(plan.action, current);
+    const journal = await adoptTurn(ctx.store, current);
+    await ctx.event(handleId, 'recovering', current.id, { action: plan.action }, req.onEvent);
+    try {
+      if (plan.action === 'delivered') {
+        await executeTurn(ctx, handleId, journal, req, { kind: 'deliver' });
+      } else if (plan.action === 'marked_lost' && req.retryLost) {
+        await applyPlan(ctx, handleId, journal, plan, req);
+        const fresh = await newTurn(ctx.store, handleId, current.message, current.correlationId);
+        await executeTurn(ctx, handleId, fresh, req, { kind: 'deliver' });
+        return item('retried_lost', fresh.turn);
+      } else {
+        await applyPlan(ctx, handleId, journal, plan, req);
+      }
+    } catch (err) {
+      return item(plan.action, journal.turn, toCalError(err).message);
+    }
+    return item(plan.action, journal.turn);
+  } finally {
+    await lock.release();
+  }
+}
+
+/** Carries out a plan that sends nothing: settle from the transcript, wait for the CLI, or mark lost. */
+async function applyPlan(ctx: SessionContext, handleId: string, journal: TurnJournal, plan: Exclude<RecoveryPlan, { action: 'delivered' }>, req: ExecOptions): Promise<void> {
+  const turn = journal.turn;
+  switch (plan.action) {
+    case 'settled_from_transcript':
+      await journal.set(plan.status, { answer: plan.answer, error: plan.error ? { kind: errorKindFor(plan.status), message: plan.error } : null, turnKey: plan.turnKey, tools: plan.tools });
+      if (plan.handle) await saveProvider(ctx, handleId, plan.handle);
+      await ctx.event(handleId, plan.status, turn.id, { turnKey: plan.turnKey, recovered: true }, req.onEvent);
+      return;
+    case 'waited_for_cli':
+      if (plan.handle) await saveProvider(ctx, handleId, plan.handle);
+      await executeTurn(ctx, handleId, journal, req, { kind: 'await', sentAt: turnSentAt(turn) });
+      return;
+    case 'marked_lost': {
+      const lostHandle = await ctx.store.loadHandle(handleId);
+      await ctx.store.saveHandle({ ...lostHandle, provider: await skipPastTranscript(lostHandle.provider) });
+      await journal.set('lost', { error: { kind: 'lost', message: 'the pane ended before the turn recorded its end (found by cal recover)' } });
+      await ctx.event(handleId, 'lost', turn.id, { recovered: true }, req.onEvent);
+      return;
+    }
+  }
+}
+
+async function saveProvider(ctx: SessionContext, handleId: string, provider: ProviderHandle): Promise<void> {
+  await ctx.store.saveHandle({ ...(await ctx.store.loadHandle(handleId)), provider });
+}
+
+/**
+ * The earliest time the CLI can have recorded the turn's message. A record's clock may lie in
+ * the future (a clock stepped back since), so "now" bounds it too; the stored transcript offset,
+ * not the clock, keeps earlier turns' records out.
+ */
+function turnSentAt(turn: TurnRecord): Date {
+  return new Date(Math.min(new Date(turn.createdAt).getTime(), Date.now()) - 2000);
+}
+
+/** Decides what recover does with one turn, from the transcript and the pane, changing nothing. */
+async function recoveryPlan(ctx: SessionContext, handleId: string, turn: TurnRecord, env: Record<string, string>): Promise<RecoveryPlan> {
+  const handle = await ctx.store.loadHandle(handleId);
+  if (handle.provider.transport === 'api') {
+    const history = handle.provider.transcript ? await readHistory(handle.provider.transcript.path) : [];
+    const index = turn.turnKey?.startsWith('m') ? Number(turn.turnKey.slice(1)) : null;
+    const reply = index !== null ? history[index + 1] : undefined;
+    if (index !== null && history[index]?.content === turn.message && reply?.role === 'assistant') {
+      return { action: 'settled_from_transcript', status: 'completed', answer: reply.content, error: null, turnKey: turn.turnKey, tools: [], handle: null };
+    }
+    return { action: 'delivered' };
+  }
+  const provider = handle.provider;
+  const mayHaveBeenSent = turn.status === 'sending' || turn.status === 'running';
+  // A first turn whose cal died right after the launch has no pane or transcript on the handle
+  // yet, but the id chosen up front still finds what the CLI recorded.
+  if (mayHaveBeenSent && (provider.transcript || provider.tmux || provider.pendingSessionId)) {
+    const seen = await observeRecordedTurn(ctx.adapter(provider.provider), provider, sessionConfig(handle), turn.message, turnSentAt(turn), env, ctx.tmux);
+    const obs = seen.observation;
+    const rebound = seen.handle !== provider ? seen.handle : null;
+    if (obs.phase === 'ended') {
+      return { action: 'settled_from_transcript', status: obs.status, answer: obs.answer, error: obs.error, turnKey: obs.turnKey, tools: seen.tools, handle: seen.handle };
+    }
+    if (obs.phase === 'running') return seen.paneAlive ? { action: 'waited_for_cli', handle: rebound } : { action: 'marked_lost' };
+    // Not in the transcript. A message that left cal may still be on its way into a live pane.
+    if (seen.paneAlive && turn.sentAt) return { action: 'waited_for_cli', handle: rebound };
+  }
+  return { action: 'delivered' };
+}
+
+/**
+ * Before a new message goes in: an earlier turn the CLI received but whose cal stopped following
+ * it (a --timeout, a killed cal) is settled from the transcript first. While the CLI is still
+ * working on it, the handle is busy (or, with --wait, waited for): a second message would be
+ * folded into the running turn and the first answer lost.
+ */
+export async function settleEarlierTurns(ctx: SessionContext, handleId: string, current: TurnRecord, req: ExecOptions): Promise<void> {
+  for (const turn of await ctx.store.listTurns(handleId)) {
+    if (turn.id === current.id || terminalStatuses.has(turn.status)) continue;
+    // A turn that never left cal is recover's to deliver; one whose owner still runs is its own.
+    if (turn.status !== 'running' && !(turn.status === 'sending' && turn.sentAt)) continue;
+    if (turn.ownerPid !== null && turn.ownerPid !== process.pid && isProcessAlive(turn.ownerPid, turn.ownerStartTime)) continue;
+    const plan = await recoveryPlan(ctx, handleId, turn, req.env);
+    if (plan.action === 'delivered') continue;
+    if (plan.action === 'waited_for_cli' && req.waitSeconds === undefined) {
+      throw new CalError('busy', `handle ${handleId} is busy: the CLI is still working on turn ${turn.id} (its cal stopped waiting); retry when it ends, or pass --wait`);
+    }
+    const journal = await adoptTurn(ctx.store, turn);
+    const waitS = req.waitSeconds === undefined || req.waitSeconds === Infinity ? req.timeoutSeconds : req.waitSeconds;
+    await applyPlan(ctx, handleId, journal, plan, { ...req, ...(waitS !== undefined ? { timeoutSeconds: waitS } : {}) });
+  }
+}

@@ -1,0 +1,116 @@
+import type { TurnProgress } from '../adapters/types.js';
+import type { AgentSessionHandle, ProviderName, Transport } from '../handles/schema.js';
+import type { EventRecord } from '../state/store.js';
+import type { TurnRecord, TurnStatus } from '../state/turns.js';
+
+/** The agent-session layer's requests and views (what commands, the TUI and the library see). */
+export interface StartRequest {
+  provider: ProviderName;
+  message: string;
+  cwd?: string;
+  model?: string;
+  transport?: Transport;
+  name?: string;
+  systemPrompt?: string;
+  mcpConfig?: string;
+  cliPath?: string;
+  timeoutSeconds?: number;
+  env: Record<string, string>;
+  onEvent?: (event: EventRecord) => void;
+  onProgress?: (progress: TurnProgress) => void;
+  /** Tags the turn record, so durable work can find its turn again after a crash. */
+  correlationId?: string;
+  /** Called once the handle is saved, before anything is sent. */
+  onHandle?: (handle: AgentSessionHandle) => Promise<void>;
+  /** Cancels the call as Ctrl-C would: the turn is settled and the handle's lock released. */
+  signal?: AbortSignal;
+}
+
+export interface ContinueRequest {
+  ref: string;
+  message: string;
+  cwd?: string;
+  model?: string;
+  systemPrompt?: string;
+  mcpConfig?: string;
+  /** undefined: busy at once; a number of seconds (Infinity: forever) to wait in line. */
+  waitSeconds?: number;
+  timeoutSeconds?: number;
+  env: Record<string, string>;
+  onEvent?: (event: EventRecord) => void;
+  onProgress?: (progress: TurnProgress) => void;
+  correlationId?: string;
+  signal?: AbortSignal;
+}
+
+export interface TurnResult {
+  handle: AgentSessionHandle;
+  turn: TurnRecord;
+}
+
+/** A pane as people see it: commands and the TUI read these, never the transport fields. */
+export interface PaneView {
+  /** A label for people (tmux session and pane id). */
+  label: string;
+  current: boolean;
+  alive: boolean;
+  launch: 'fresh' | 'resume';
+  startedAt: string;
+  endedAt: string | null;
+  endReason: string | null;
+}
+
+export interface HandleView {
+  handle: AgentSessionHandle;
+  panes: PaneView[];
+  currentPaneAlive: boolean;
+  turns: TurnRecord[];
+  events: EventRecord[];
+}
+
+export interface RecoverRequest {
+  dryRun?: boolean;
+  retryLost?: boolean;
+  env: Record<string, string>;
+  timeoutSeconds?: number;
+  onEvent?: (event: EventRecord) => void;
+  signal?: AbortSignal;
+}
+
+export type RecoverAction =
+  | 'settled_from_transcript'
+  | 'waited_for_cli'
+  | 'marked_lost'
+  | 'retried_lost'
+  | 'delivered'
+  | 'skipped_busy'
+  | 'skipped_settled'
+  /** A turn record that cannot be read (torn, corrupt, not a file): reported, left untouched. */
+  | 'skipped_unreadable';
+
+export interface RecoverItem {
+  handle: string;
+  turn: string;
+  message: string;
+  before: TurnStatus;
+  action: RecoverAction;
+  status: TurnStatus;
+  answer: string | null;
+  error?: string;
+}
+
+export interface HandleSummary {
+  handle: AgentSessionHandle;
+  lastTurn: TurnRecord | null;
+}
+
+/** What a turn needs of the caller beyond its record: environment, time limit and listeners. */
+export interface ExecOptions {
+  env: Record<string, string>;
+  timeoutSeconds?: number;
+  onEvent?: (event: EventRecord) => void;
+  onProgress?: (progress: TurnProgress) => void;
+  signal?: AbortSignal;
+  /** undefined: busy at once; seconds to wait in line for the handle (Infinity: forever). */
+  waitSeconds?: number;
+}

@@ -1,0 +1,44 @@
+import fs from 'node:fs/promises';
+
+/**
+ * Processes that carry one environment tag (`NAME=value` in /proc/<pid>/environ). A pane's
+ * processes keep the tag cal gave the pane's environment however they detach: a shell tool's
+ * `setsid sleep`, an MCP server that ignores SIGHUP, children re-parented to init when the CLI
+ * was SIGKILLed. Linux only; elsewhere nothing is found.
+ */
+export async function processesTagged(tag: string): Promise<number[]> {
+  let entries: string[];
+  try {
+    entries = await fs.readdir('/proc');
+  } catch {
+    return [];
+  }
+  const needle = `${tag}\0`;
+  const found: number[] = [];
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    if (pid === process.pid) continue;
+    const environ = await fs.readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '');
+    if (environ.includes(needle) || environ.endsWith(tag)) found.push(pid);
+  }
+  return found;
+}
+
+/** Ends every process carrying the tag: SIGTERM, then SIGKILL for those still there shortly after. */
+export async function endTagged(tag: string, graceMs = 500): Promise<number> {
+  const pids = await processesTagged(tag);
+  const signal = (pid: number, sig: NodeJS.Signals) => {
+    try {
+      process.kill(pid, sig);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const alive = pids.filter((pid) => signal(pid, 'SIGTERM'));
+  if (alive.length === 0) return 0;
+  await new Promise((r) => setTimeout(r, graceMs));
+  for (const pid of alive) signal(pid, 'SIGKILL');
+  return alive.length;
+}

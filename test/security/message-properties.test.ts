@@ -1,0 +1,103 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { cliAdapter } from '../../src/adapters/registry.js';
+import { geminiAdapter } from '../../src/adapters/gemini/index.js';
+import type { CliAdapter } from '../../src/adapters/types.js';
+import { ClaudeTurnObserver, normaliseForMatch as claudeStored } from '../../src/adapters/claude-code/transcript.js';
+import { prepareMessage } from '../../src/engine/message.js';
+import { CalError } from '../../src/errors.js';
+
+/**
+ * Issue 13's property: whatever a message holds (control bytes, escape sequences, blanks and
+ * invisible characters, a leading / ! @ #), what cal types into a CLI's pane is text that CLI
+ * will not run as a command, or cal refuses the message with `usage` before anything is sent.
+ * Each CLI's input rules below are the measured ones (docs/security.md); the real-CLI tests
+ * (leading-characters, paste-escape) check samples of the same classes against the binaries.
+ */
+const invisible = ['\u200b', '\u200c', '\u200d', '\u2060', '\ufeff', '\u00ad', '\u034f', '\u180e', '\u202e', '\u2066'];
+const blanks = [' ', '\t', '\n', '\r', '\r\n', '\u00a0', '\u3000', '\u2028', '\u2003', '\u000b', '\u000c'];
+const escapes = ['\u001b[0m', '\u009b0m', '\u001b]0;t\u0007', '\u001b7', '\u001b[201~', '\u001bP1;2|x\u001b\\', '\u001bOA', '\u001b(B'];
+const controls = ['\u0000', '\u0003', '\u0004', '\u0015', '\u001b', '\u007f', '\u0085', '\u009c'];
+const leads = ['/', '!', '@', '#', '-', '//', '/*', ''];
+
+const piece = fc.oneof(fc.constantFrom(...invisible), fc.constantFrom(...blanks), fc.constantFrom(...escapes), fc.constantFrom(...controls));
+const message = fc
+  .tuple(fc.array(piece, { maxLength: 4 }), fc.constantFrom(...leads), fc.string({ maxLength: 12 }), fc.array(piece, { maxLength: 3 }))
+  .map(([before, lead, body, after]) => `${before.join('')}${lead}exit${body}${after.join('')}`);
+
+const INVISIBLE_OR_BLANK = /^[\s\p{Default_Ignorable_Code_Point}\p{Cf}]*/u;
+
+/**
+ * Whether each CLI would run what is typed as a command (measured rules): Claude Code trims
+ * blanks and strips zero-width and format characters before it reads a leading '/', and opens
+ * bash mode or a memory note on a first '!' or '#'; Pi's editor trims leading blanks (JavaScript
+ * trim, which keeps U+200B) before it reads '!' or '/'; Codex reads the first character as typed
+ * (a leading space keeps a '/' or '!' text); Gemini trims before it reads '/' (not '//' or '/*')
+ * and opens shell mode on a first '!'.
+ */
+const runsCommand: Record<string, (typed: string) => boolean> = {
+  'claude-code': (typed) => /^\//.test(typed.replace(INVISIBLE_OR_BLANK, '')) || /^[!#]/.test(typed),
+  pi: (typed) => /^[!/]/.test(typed.trimStart()),
+  codex: (typed) => /^[!/]/.test(typed),
+  gemini: (typed) => /^\s*\/(?![/*])/.test(typed) || /^!/.test(typed),
+};
+
+function adapterFor(name: string): CliAdapter {
+  return name === 'gemini' ? geminiAdapter : cliAdapter(name as 'claude-code');
+}
+
+describe('messages into panes, for every CLI (property)', () => {
+  for (const name of Object.keys(runsCommand)) {
+    it(`${name}: typed text is inert (no control byte but tab and LF, no command start), or the message is refused with usage`, () => {
+      const adapter = adapterFor(name);
+      fc.assert(
+        fc.property(message, (m) => {
+          let typed: string;
+          try {
+            typed = prepareMessage(adapter, 'tmux', m).typed;
+          } catch (err) {
+            expect(err).toBeInstanceOf(CalError);
+            expect((err as CalError).kind).toBe('usage');
+            return;
+          }
+          expect(typed).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
+          expect(runsCommand[name]!(typed), JSON.stringify({ m, typed })).toBe(false);
+        }),
+        { numRuns: 400 },
+      );
+    });
+  }
+
+  it('the structured transport has no terminal: the text goes exactly as given', () => {
+    fc.assert(
+      fc.property(message, (m) => {
+        expect(prepareMessage(cliAdapter('codex'), 'structured', m)).toEqual({ text: m, typed: m });
+      }),
+    );
+  });
+
+  it('a message with no visible text is refused, whatever invisible characters and blanks make it up', () => {
+    fc.assert(
+      // (VT and FF are controls, which reach the pane as visible pictures: not among these.)
+      fc.property(fc.array(fc.constantFrom(...invisible, ...blanks.filter((b) => b !== '\u000b' && b !== '\u000c')), { minLength: 1, maxLength: 6 }), (parts) => {
+        expect(() => prepareMessage(cliAdapter('claude-code'), 'tmux', parts.join(''))).toThrow(/no visible text|empty/);
+      }),
+    );
+  });
+
+  it('Claude Code: a prompt stored as Claude stores it (invisibles dropped, U+2028 as LF, tabs as spaces) is matched to its own message', () => {
+    const stored = (text: string) => text.replace(/[\u200b\u2060\ufeff\u202e\u00ad]/g, '').replace(/\u2028/g, '\n').replace(/\t/g, '    ');
+    fc.assert(
+      fc.property(fc.tuple(fc.string({ minLength: 1, maxLength: 20 }), fc.array(fc.constantFrom('\u200b', '\u2060', '\ufeff', '\u202e', '\u00ad', '\u2028', '\t'), { maxLength: 4 })), ([body, extra]) => {
+        const m = `x${extra.join('')}${body}`;
+        fc.pre(claudeStored(m).length > 0);
+        const o = new ClaudeTurnObserver(m);
+        o.feed({ type: 'user', promptId: 'p1', message: { role: 'user', content: stored(m) } });
+        expect(o.observation.phase, JSON.stringify(m)).toBe('running');
+      }),
+    );
+    const interrupted = new ClaudeTurnObserver('[Request interrupted by user] not really');
+    interrupted.feed({ type: 'user', promptId: 'p2', message: { role: 'user', content: '[Request interrupted by user] not really' } });
+    expect(interrupted.observation.phase).toBe('running');
+  });
+});

@@ -1,0 +1,344 @@
+import { appendFileSync, chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { CliAdapter, LaunchRequest, SessionConfig, StallKeys, StructuredRunRequest, StructuredTurnResult } from '../../src/adapters/types.js';
+import { TranscriptTurnObserver } from '../../src/adapters/turn-observer.js';
+import type { TmuxControl, TmuxFactory } from '../../src/engine/tmux-control.js';
+import type { EngineHooks, PaneChange, ProviderEvent, TurnRequest } from '../../src/engine/types.js';
+import type { ProviderHandle } from '../../src/handles/schema.js';
+import type { PaneInfo, PaneSpec, PaneState } from '../../src/tmux/tmux.js';
+
+/**
+ * A fake tmux and a fake CLI adapter, so the engine's §4 decision and §5 turn endings run with
+ * no binary and no tmux: the fake "CLI" writes a tiny JSONL transcript of its own format when a
+ * pane is launched or pasted into, as the scripted test tells it to.
+ *
+ * Transcript records: {t:'user', text, key}, {t:'answer', text}, {t:'end'}, {t:'error', text},
+ * {t:'interrupt'}, and anything else is a record of no known shape.
+ */
+export type FakeRecord = Record<string, unknown>;
+
+export interface FakePane {
+  id: string;
+  session: string;
+  pid: number;
+  argv: string[];
+  dead: boolean;
+  pasted: string[];
+  keys: string[][];
+}
+
+/** What the fake CLI does: the records it writes for a message (after a launch or a paste). */
+export type FakeBehaviour = (message: string, pane: FakePane) => FakeRecord[] | 'die' | 'die-after-recording' | 'ignore';
+
+/** The CLI argv a pane command runs: through cal's launch script (`/bin/sh <script>`), or as is. */
+function launchedArgv(argv: string[]): string[] {
+  if (argv[0] !== '/bin/sh' || argv.length !== 2) return argv;
+  const script = readFileSync(argv[1] as string, 'utf8');
+  const exec = script.split('\n').find((l) => l.startsWith('exec ')) ?? '';
+  const out: string[] = [];
+  for (const m of exec.slice(5).matchAll(/'((?:[^']|'\\'')*)'/g)) out.push((m[1] as string).replace(/'\\''/g, "'"));
+  return out;
+}
+
+export class FakeTmux implements TmuxControl {
+  panes: FakePane[] = [];
+  killedSessions: string[] = [];
+  private nextPane = 0;
+  private nextPid = 1000;
+
+  constructor(
+    readonly socket: string,
+    private readonly cli: FakeCli,
+  ) {}
+
+  async newPane(spec: PaneSpec): Promise<PaneInfo> {
+    const argv = launchedArgv(spec.argv);
+    spec = { ...spec, argv };
+    const pane: FakePane = { id: `%${this.nextPane++}`, session: spec.session, pid: this.nextPid++, argv: spec.argv, dead: false, pasted: [], keys: [] };
+    this.panes.push(pane);
+    this.cli.attach(pane, spec.argv[2] as string);
+    // argv: [exe, mode, sessionId, message?]: a launch that carries the message delivers it.
+    const message = spec.argv[3];
+    if (message !== undefined) this.cli.receive(message, pane, spec.argv[2] as string);
+    return { session: pane.session, paneId: pane.id, pid: pane.pid };
+  }
+
+  private find(paneId: string): FakePane | undefined {
+    return this.panes.filter((p) => p.id === paneId).at(-1);
+  }
+
+  async paneState(paneId: string): Promise<PaneState> {
+    const pane = this.find(paneId);
+    if (!pane) return { exists: false, dead: true, deadStatus: null };
+    return { exists: true, dead: pane.dead, deadStatus: pane.dead ? 1 : null, session: pane.session, pid: pane.pid };
+  }
+
+  async paste(paneId: string, text: string, submit = true): Promise<void> {
+    const pane = this.find(paneId);
+    if (!pane || pane.dead) throw new Error(`no live pane ${paneId}`);
+    pane.pasted.push(text);
+    if (submit) this.cli.receive(text, pane, this.cli.sessionOf(pane));
+  }
+
+  async sendKeys(paneId: string, keys: string[]): Promise<void> {
+    const pane = this.find(paneId);
+    pane?.keys.push(keys);
+    if (pane && keys.includes('Escape')) this.cli.interrupt(pane);
+    else if (pane) this.cli.pressed(pane, keys);
+  }
+
+  async capture(): Promise<string> {
+    return 'fake screen';
+  }
+
+  async killSession(session: string): Promise<boolean> {
+    this.killedSessions.push(session);
+    let killed = false;
+    for (const p of this.panes) {
+      if (p.session === session && !p.dead) {
+        p.dead = true;
+        killed = true;
+      }
+    }
+    this.panes = this.panes.filter((p) => p.session !== session);
+    return killed;
+  }
+
+  async killServer(): Promise<void> {
+    this.panes = [];
+  }
+
+  /** A new tmux server: every pane gone, and pane ids start again at %0. */
+  restartServer(): void {
+    this.panes = [];
+    this.nextPane = 0;
+  }
+}
+
+/** The fake CLI: one transcript file per session id under `dir`. */
+export class FakeCli {
+  readonly dir = mkdtempSync(path.join(os.tmpdir(), 'cal-fake-cli-'));
+  behaviour: FakeBehaviour = (message) => [{ t: 'user', text: message, key: 'k1' }, { t: 'answer', text: `echo: ${message}` }, { t: 'end' }];
+  received: string[] = [];
+  private readonly sessions = new Map<FakePane, string>();
+  /** Records to write when the pane is interrupted (Escape). */
+  onInterrupt: FakeRecord[] = [{ t: 'interrupt' }];
+  /** Records to write when other keys are pressed (a dialog answered), or none. */
+  onKeys: (keys: string[]) => FakeRecord[] = () => [];
+
+  transcript(sessionId: string): string {
+    return path.join(this.dir, `${sessionId}.jsonl`);
+  }
+
+  attach(pane: FakePane, sessionId: string): void {
+    this.sessions.set(pane, sessionId);
+  }
+
+  sessionOf(pane: FakePane): string {
+    return this.sessions.get(pane) as string;
+  }
+
+  write(sessionId: string, records: FakeRecord[]): void {
+    // Timestamped as the real CLIs' records are, so time bounds are exercised too.
+    for (const r of records) appendFileSync(this.transcript(sessionId), `${JSON.stringify({ timestamp: new Date().toISOString(), ...r })}\n`);
+  }
+
+  receive(message: string, pane: FakePane, sessionId: string): void {
+    this.sessions.set(pane, sessionId);
+    this.received.push(message);
+    const out = this.behaviour(message, pane);
+    if (out === 'ignore') return;
+    if (out === 'die') {
+      pane.dead = true;
+      return;
+    }
+    if (out === 'die-after-recording') {
+      this.write(sessionId, [{ t: 'user', text: message, key: 'k-dying' }]);
+      pane.dead = true;
+      return;
+    }
+    // Written a moment later, as a CLI does, so the engine sees the turn arrive while it follows.
+    setTimeout(() => this.write(sessionId, out), 5);
+  }
+
+  interrupt(pane: FakePane): void {
+    const id = this.sessions.get(pane);
+    if (id) setTimeout(() => this.write(id, this.onInterrupt), 5);
+  }
+
+  pressed(pane: FakePane, keys: string[]): void {
+    const id = this.sessions.get(pane);
+    const out = this.onKeys(keys);
+    if (id && out.length) setTimeout(() => this.write(id, out), 5);
+  }
+}
+
+class FakeObserver extends TranscriptTurnObserver<FakeRecord & { t: string }> {
+  /** The fake CLI's model has answered nothing of this turn yet. */
+  get awaitingModel(): boolean {
+    return this.observation.phase === 'running' && this.lastAnswer === null;
+  }
+
+  protected classify(value: unknown): (FakeRecord & { t: string }) | null {
+    const t = (value as { t?: unknown } | null)?.t;
+    return typeof t === 'string' && ['user', 'answer', 'end', 'error', 'interrupt'].includes(t) ? (value as FakeRecord & { t: string }) : null;
+  }
+
+  protected normalise(text: string): string {
+    return text;
+  }
+
+  protected whileWaiting(rec: FakeRecord & { t: string }): void {
+    if (rec.t === 'user' && this.isOurs(String(rec.text))) this.begin(String(rec.key ?? ''));
+  }
+
+  protected whileRunning(rec: FakeRecord & { t: string }): void {
+    if (rec.t === 'answer') this.lastAnswer = String(rec.text);
+    else if (rec.t === 'end') this.end('completed', this.lastAnswer, null);
+    else if (rec.t === 'error') this.end('failed', null, String(rec.text));
+    else if (rec.t === 'interrupt') this.end('interrupted', this.lastAnswer, 'the turn was interrupted');
+    // A newer prompt closes a turn that never recorded its end.
+    else if (rec.t === 'user' && rec.key !== this.turnKey) this.end('lost', null, 'a newer prompt started before this turn recorded its end');
+  }
+}
+
+export interface FakeAdapterOptions {
+  structured?: (req: StructuredRunRequest) => Promise<StructuredTurnResult>;
+  refuse?: (text: string) => string | null;
+  promptRecordedWithinMs?: number;
+  stallKeys?: StallKeys;
+}
+
+export function fakeAdapter(cli: FakeCli, opts: FakeAdapterOptions = {}): CliAdapter & { launches: LaunchRequest[]; prepared: number } {
+  const adapter = {
+    name: 'claude-code' as const,
+    executable: 'fake-cli',
+    capabilities: { tmuxContinuation: true, nativeResumeInTmux: true, structuredTransport: !!opts.structured, apiOnly: false, needsStableWorkingDir: true },
+    envNames: [],
+    launches: [] as LaunchRequest[],
+    prepared: 0,
+    async resolveCli() {
+      return { path: FAKE_EXE, realPath: FAKE_EXE, version: '1.0.0' };
+    },
+    async prepare() {
+      adapter.prepared++;
+    },
+    launch(req: LaunchRequest) {
+      adapter.launches.push(req);
+      const sessionId = req.sessionId ?? 'minted';
+      // A fresh launch carries the message in argv; a resume gets it pasted.
+      return {
+        argv: req.mode === 'fresh' ? ['fake-cli', req.mode, sessionId, req.message] : ['fake-cli', req.mode, sessionId],
+        env: {},
+        cwd: req.config.cwd,
+        deliversMessage: req.mode === 'fresh',
+        sessionId,
+      };
+    },
+    async bindTranscript(req: { sessionId: string | null }) {
+      if (!req.sessionId) return null;
+      const file = cli.transcript(req.sessionId);
+      return existsSync(file) ? { path: file, sessionId: req.sessionId } : null;
+    },
+    observeTurn(message: string, notBefore?: Date) {
+      return new FakeObserver(message, notBefore);
+    },
+    pasteText(message: string) {
+      return message.startsWith('!') ? ` ${message}` : message;
+    },
+    refuseMessage(text: string) {
+      return opts.refuse ? opts.refuse(text) : null;
+    },
+    ...(opts.structured ? { structured: { run: opts.structured } } : {}),
+    ...(opts.promptRecordedWithinMs ? { promptRecordedWithinMs: opts.promptRecordedWithinMs } : {}),
+    ...(opts.stallKeys ? { stallKeys: opts.stallKeys } : {}),
+    async scriptedModelEnv() {
+      return {};
+    },
+  };
+  return adapter as CliAdapter & { launches: LaunchRequest[]; prepared: number };
+}
+
+/** Hooks that record what the engine reported, in order. */
+export function recordingHooks(): EngineHooks & { events: ProviderEvent[]; statuses: string[]; handles: ProviderHandle[]; changes: PaneChange[] } {
+  const hooks = {
+    events: [] as ProviderEvent[],
+    statuses: [] as string[],
+    handles: [] as ProviderHandle[],
+    changes: [] as PaneChange[],
+    async emit(event: ProviderEvent) {
+      hooks.events.push(event);
+    },
+    async onSending() {
+      hooks.statuses.push('sending');
+    },
+    async onSent() {
+      hooks.statuses.push('sent');
+    },
+    async onRecorded() {
+      hooks.statuses.push('running');
+    },
+    async onHandleChanged(handle: ProviderHandle, change: PaneChange) {
+      hooks.handles.push(handle);
+      hooks.changes.push(change);
+    },
+  };
+  return hooks;
+}
+
+export const fakeConfig = (cwd: string): SessionConfig => ({ cwd, model: null, systemPrompt: null, mcpConfigPath: null, toolPolicy: 'default' });
+
+/** A real executable standing in for the pinned CLI (the engine checks it is still there, unchanged). */
+export function fakeExecutable(): string {
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'cal-fake-bin-')), 'fake-cli');
+  writeFileSync(file, '#!/bin/sh\necho "fake-cli 1.0.0"\n');
+  chmodSync(file, 0o755);
+  return file;
+}
+
+const FAKE_EXE = fakeExecutable();
+
+export function providerHandle(patch: Partial<ProviderHandle> = {}): ProviderHandle {
+  return {
+    provider: 'claude-code',
+    transport: 'tmux',
+    nativeSessionId: null,
+    pendingSessionId: 'sess-1',
+    tmux: null,
+    workingDir: { path: os.tmpdir(), realPath: os.tmpdir(), dev: 0, ino: 0 },
+    projectDirId: null,
+    model: null,
+    status: 'active',
+    cli: { path: FAKE_EXE, realPath: FAKE_EXE, version: '1.0.0' },
+    transcript: null,
+    signals: null,
+    envNames: [],
+    ...patch,
+  };
+}
+
+/** One engine world: a fake CLI, its tmux and adapter, and a request builder. */
+export function fakeWorld(opts: FakeAdapterOptions = {}) {
+  const cli = new FakeCli();
+  const tmux = new FakeTmux('/fake/socket', cli);
+  const servers = new Map<string, FakeTmux>([[tmux.socket, tmux]]);
+  const factory: TmuxFactory = (socket) => servers.get(socket) ?? new FakeTmux(socket, cli);
+  const adapter = fakeAdapter(cli, opts);
+  const hooks = recordingHooks();
+  const request = (handle: ProviderHandle, message: string, patch: Partial<TurnRequest> = {}): TurnRequest => ({
+    adapter,
+    handle,
+    config: fakeConfig(os.tmpdir()),
+    message,
+    intent: { kind: 'deliver' },
+    env: {},
+    timeoutMs: 5000,
+    hooks,
+    tmux: factory,
+    tmuxSocket: tmux.socket,
+    paneName: 'cal-h-1',
+    ...patch,
+  });
+  return { cli, tmux, adapter, hooks, request };
+}

@@ -1,0 +1,140 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CalError } from '../../src/errors.js';
+import { AgentSessions } from '../../src/sessions/agent-sessions.js';
+import { StateStore } from '../../src/state/store.js';
+import type { TurnRecord } from '../../src/state/turns.js';
+import { scratchDir } from '../support/cal.js';
+import { kindOf } from '../support/errors.js';
+import { FakeCli, FakeTmux, fakeAdapter } from '../support/fake-engine.js';
+import { removeScratch } from '../support/scratch.js';
+
+/**
+ * The agent-session layer over the engine, with a fake tmux and a fake CLI (no binaries): one
+ * turn at a time per handle even after cal stopped following one (issue 20, item 2), and recover
+ * settling from the transcript first whatever the clock says (issue 13, item 3).
+ */
+const DEAD_PID = 999_999_9;
+
+
+describe('agent sessions with a fake CLI', () => {
+  let root: string;
+  let store: StateStore;
+  let cli: FakeCli;
+  let tmux: FakeTmux;
+  let sessions: AgentSessions;
+  const env = { PATH: process.env.PATH ?? '' };
+
+  beforeEach(async () => {
+    root = await scratchDir('sessions-fake');
+    store = await StateStore.open(path.join(root, 'state'));
+    cli = new FakeCli();
+    tmux = new FakeTmux('/fake/socket', cli);
+    const adapter = fakeAdapter(cli);
+    sessions = new AgentSessions(store, { tmux: () => tmux, adapter: () => adapter });
+  });
+  afterEach(async () => removeScratch(root));
+
+  const start = (message: string) => sessions.start({ provider: 'claude-code', message, cwd: root, env, timeoutSeconds: 5 });
+  const cont = (ref: string, message: string, extra: Partial<Parameters<AgentSessions['continue']>[0]> = {}) =>
+    sessions.continue({ ref, message, env, timeoutSeconds: 5, ...extra });
+
+  /** The CLI records the message and works on it; `finish()` writes its answer and end. */
+  function slowCli(answer: string): { finish: () => void } {
+    let finish = () => undefined as void;
+    cli.behaviour = (m, pane) => {
+      const id = cli.sessionOf(pane);
+      finish = () => cli.write(id, [{ t: 'answer', text: answer }, { t: 'end' }]);
+      return [{ t: 'user', text: m, key: `k-${m}` }];
+    };
+    return { finish: () => finish() };
+  }
+
+  const turnsOf = async (id: string): Promise<TurnRecord[]> => store.listTurns(id);
+
+  it('start, paste, kill-tmux, native resume: the engine decides, the events say which', async () => {
+    const first = await start('one');
+    await cont(first.handle.id, 'two');
+    await sessions.killTmux(first.handle.id);
+    const third = await cont(first.handle.id, 'three');
+    expect(third.turn).toMatchObject({ status: 'completed', answer: 'echo: three' });
+    const events = (await store.readEvents(first.handle.id)).map((e) => e.event);
+    expect(events).toEqual(['running', 'completed', 'running', 'completed', 'pane_killed', 'lost_tmux', 'resuming', 'running', 'completed']);
+    expect(cli.received).toEqual(['one', 'two', 'three']);
+  });
+
+  it('a turn that timed out while the CLI still works holds the handle: busy at once; --wait settles it first, then sends', async () => {
+    const { handle } = await start('one');
+    const slow = slowCli('late answer');
+    expect(await kindOf(cont(handle.id, 'slow one', { timeoutSeconds: 0.6 }))).toBe('timeout');
+    expect(await kindOf(cont(handle.id, 'next'))).toBe('busy');
+    expect(cli.received).toEqual(['one', 'slow one']);
+    setTimeout(() => slow.finish(), 400);
+    cli.behaviour = (m) => [{ t: 'user', text: m, key: `k-${m}` }, { t: 'answer', text: `echo: ${m}` }, { t: 'end' }];
+    const next = await cont(handle.id, 'next', { waitSeconds: 10 });
+    expect(next.turn).toMatchObject({ status: 'completed', answer: 'echo: next' });
+    const turns = await turnsOf(handle.id);
+    expect(turns.find((t) => t.message === 'slow one')).toMatchObject({ status: 'completed', answer: 'late answer' });
+    expect(turns.find((t) => t.message === 'next' && t.status === 'failed')?.error?.kind).toBe('busy');
+    expect(cli.received).toEqual(['one', 'slow one', 'next']);
+  });
+
+  it('a timed-out turn the CLI finished meanwhile is settled with its answer before the next message goes in', async () => {
+    const { handle } = await start('one');
+    const slow = slowCli('finished meanwhile');
+    expect(await kindOf(cont(handle.id, 'slow', { timeoutSeconds: 0.6 }))).toBe('timeout');
+    slow.finish();
+    cli.behaviour = (m) => [{ t: 'user', text: m, key: `k-${m}` }, { t: 'answer', text: `echo: ${m}` }, { t: 'end' }];
+    expect((await cont(handle.id, 'after')).turn.answer).toBe('echo: after');
+    expect((await turnsOf(handle.id)).map((t) => [t.message, t.status, t.answer])).toEqual([
+      ['one', 'completed', 'echo: one'],
+      ['slow', 'completed', 'finished meanwhile'],
+      ['after', 'completed', 'echo: after'],
+    ]);
+  });
+
+  it('recover settles from the transcript first, even for a record whose clock lies in the future, and sends nothing twice', async () => {
+    const { handle } = await start('one');
+    const slow = slowCli('answered');
+    expect(await kindOf(cont(handle.id, 'abandoned', { timeoutSeconds: 0.6 }))).toBe('timeout');
+    slow.finish();
+    const open = (await turnsOf(handle.id)).find((t) => t.message === 'abandoned') as TurnRecord;
+    const future = new Date(Date.now() + 86_400_000).toISOString();
+    await fs.writeFile(path.join(store.turnsDir(handle.id), `${open.id}.json`), JSON.stringify({ ...open, ownerPid: DEAD_PID, createdAt: future, sentAt: future }));
+    // The CLI's records are now seconds older than "now", the only clock left to bound them by.
+    await new Promise((r) => setTimeout(r, 2500));
+    const items = await sessions.recover({ env, timeoutSeconds: 3 });
+    expect(items).toEqual([expect.objectContaining({ turn: open.id, action: 'settled_from_transcript', status: 'completed', answer: 'answered' })]);
+    expect(cli.received).toEqual(['one', 'abandoned']);
+  });
+
+  it('recover: what the transcript settles is settled before anything is waited for', async () => {
+    const a = await start('a1');
+    const b = await start('b1');
+    const slowA = slowCli('A late');
+    expect(await kindOf(cont(a.handle.id, 'a-slow', { timeoutSeconds: 0.6 }))).toBe('timeout');
+    const slowB = slowCli('B done');
+    expect(await kindOf(cont(b.handle.id, 'b-slow', { timeoutSeconds: 0.6 }))).toBe('timeout');
+    slowB.finish();
+    for (const h of [a.handle.id, b.handle.id]) {
+      const open = (await turnsOf(h)).find((t) => t.status === 'running') as TurnRecord;
+      await fs.writeFile(path.join(store.turnsDir(h), `${open.id}.json`), JSON.stringify({ ...open, ownerPid: DEAD_PID }));
+    }
+    const order: string[] = [];
+    setTimeout(() => slowA.finish(), 600);
+    const items = await sessions.recover({ env, timeoutSeconds: 5, onEvent: (e) => e.event === 'completed' && order.push(e.handle) });
+    expect(order).toEqual([b.handle.id, a.handle.id]);
+    expect(items.map((i) => [i.action, i.answer])).toEqual([
+      ['settled_from_transcript', 'B done'],
+      ['waited_for_cli', 'A late'],
+    ]);
+  });
+
+  it('recover reports a turn record it cannot read instead of skipping it', async () => {
+    const { handle } = await start('one');
+    await fs.writeFile(path.join(store.turnsDir(handle.id), 't0002-tornab.json'), '{"schemaVersion":1,');
+    const items = await sessions.recover({ env });
+    expect(items).toEqual([expect.objectContaining({ action: 'skipped_unreadable', turn: expect.stringContaining('t0002-tornab.json') })]);
+  });
+});
