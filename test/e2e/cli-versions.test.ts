@@ -1,3 +1,4 @@
+import { realpathSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -222,4 +223,46 @@ describe.each(oldestAndNewest('claude-code'))('Claude Code %s: a prompt blocked 
     expect(blocked.json.error.message).toContain('no BLOCKME here');
     expect(s.server.turnRequests().some((r) => (r.lastUserMessage ?? '').includes('BLOCKME'))).toBe(false);
   }, 300_000);
+});
+
+describe('a release newer than the newest certified', () => {
+  let s: CliSuite;
+  beforeAll(async () => {
+    s = await claudeSuite('newer');
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it('runs, says so once on stderr (and in --json), and inspect shows it uncertified', async () => {
+    // The newest certified Claude Code behind a --version one release past it, as a release
+    // published after the matrix was certified would look.
+    const real = realpathSync(matrixBin('claude-code', claudeCodeVersions.certified));
+    const newer = claudeCodeVersions.certified.replace(/\d+$/, (n) => String(Number(n) + 1));
+    const wrapper = path.join(s.root, 'claude-newer');
+    await fs.writeFile(
+      wrapper,
+      `#!/bin/sh\nif [ "$1" = "--version" ]; then echo "${newer} (Claude Code)"; exit 0; fi\nexec ${JSON.stringify(real)} "$@"\n`,
+      { mode: 0o755 },
+    );
+    const start = await s.cal(['start', '--provider', 'claude-code', '--cli-path', wrapper, '--cwd', s.work, ...TIMEOUT, '--json', 'Remember the codeword PLUM.']);
+    expect(start.code, start.stderr).toBe(0);
+    expect(start.json.turn).toMatchObject({ status: 'completed', answer: 'OK, I will remember the codeword PLUM.' });
+    expect(start.json.uncertifiedCli).toMatchObject({ version: newer, newestCertified: claudeCodeVersions.certified });
+    const notes = start.stderr.split('\n').filter((l) => l.startsWith('cal: note: '));
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toContain(`${newer} is newer than ${claudeCodeVersions.certified}`);
+
+    const plain = await s.cal(['continue', start.json.handle, ...TIMEOUT, 'What was the codeword?']);
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(plain.stdout.trim()).toBe('The codeword was PLUM.');
+    expect(plain.stderr.split('\n').filter((l) => l.startsWith('cal: note: '))).toHaveLength(1);
+
+    const view = await s.cal(['inspect', start.json.handle]);
+    expect(view.stdout).toMatch(new RegExp(`CLI ${newer.replace(/\./g, '\\.')} \\(uncertified\\)`));
+    expect(view.stdout).toMatch(/^certified {2}uncertified: /m);
+    const json = await s.inspect(start.json.handle);
+    expect(json.provider.cli).toMatchObject({ version: newer, support: 'newer_than_certified', newestCertified: claudeCodeVersions.certified });
+    expect(json.uncertifiedCli).toContain('uncertified');
+  }, 180_000);
 });
