@@ -102,6 +102,12 @@ describe.each(loops)('Claude Code %s: remember, paste, kill, resume, recall', (n
     const r = replay(timeline(name), message);
     expect(r.observation).toMatchObject({ phase: 'ended', status: 'completed', answer });
     expect(r.endedAt! - r.lastAssistantAt!).toBeLessThan(1000);
+    // The turn's key comes from the CLI's own user record: its promptId, else its uuid.
+    const user = load(name).find((v) => {
+      const rec = v as { type?: string; isMeta?: boolean; message?: { content?: unknown } };
+      return rec.type === 'user' && !rec.isMeta && rec.message?.content === message;
+    }) as { promptId?: string; uuid: string };
+    expect(r.observation.phase === 'ended' && r.observation.turnKey).toBe(user.promptId ?? user.uuid);
   });
 
   it('without the signal file each turn still ends, or is closed by the next prompt: never another turn\'s answer', () => {

@@ -61,6 +61,8 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
   private readonly toolIndex = new Map<string, ToolActivity>();
   /** Our message as the CLI stores it. */
   private readonly ourText: string;
+  /** Whether the turn key is the CLI's promptId (else our user record's uuid, or none). */
+  private keyedByPrompt = false;
   /** Whether any assistant record of this turn was read (a resumed TUI writes cost-state first). */
   private replied = false;
   /** Our user record: its uuid, when it was written, the session and the release that wrote it. */
@@ -128,7 +130,10 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
       // not a release number: assume the newer behaviour
     }
     this.ours = { uuid: rec.record.uuid ?? null, at: Number.isNaN(at) ? null : at, sessionId: rec.record.sessionId ?? null, writesSummary };
-    this.begin(rec.record.promptId ?? null);
+    // The turn's key is the CLI's prompt id; releases without one (2.1.29 and older) key it by
+    // its user record's own uuid.
+    this.keyedByPrompt = rec.record.promptId !== undefined;
+    this.begin(rec.record.promptId ?? rec.record.uuid ?? null);
     const early = this.earlyStops.splice(0);
     for (const signal of early) this.onStop(signal, Date.now());
   }
@@ -206,7 +211,7 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
     const ours = this.ours;
     if (!ours) return false;
     if (ours.sessionId && signal.sessionId && signal.sessionId !== ours.sessionId) return false;
-    if (this.turnKey && signal.promptId) return signal.promptId === this.turnKey;
+    if (this.keyedByPrompt && signal.promptId) return signal.promptId === this.turnKey;
     // No prompt ids on either side (2.1.29 and older): a Stop that ran after our user
     // record was written is this turn's, since cal sends a message only once the last one ended.
     return signal.receivedAt !== null && ours.at !== null && signal.receivedAt >= ours.at;
@@ -275,7 +280,7 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
     }
     const human = !record.isMeta && !record.isCompactSummary && (!record.origin || record.origin.kind === 'human');
     if (!human || (record.uuid && record.uuid === this.ours?.uuid)) return;
-    const newer = record.promptId ? record.promptId !== this.turnKey : this.turnKey === null;
+    const newer = record.promptId ? record.promptId !== this.turnKey : !this.keyedByPrompt;
     if (newer) this.end('lost', null, 'a newer prompt started before this turn recorded its end');
   }
 }
