@@ -12,6 +12,8 @@ interface MatrixEntry {
   package: string;
   bin: string;
   versions: string[];
+  /** The releases .ci/run certifies (P0): the oldest and the newest. */
+  certify: string[];
 }
 
 export const cliMatrix = JSON.parse(readFileSync(path.join(repoRoot, 'test', 'support', 'cli-matrix.json'), 'utf8')) as Record<MatrixProvider, MatrixEntry>;
