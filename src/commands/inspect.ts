@@ -3,7 +3,7 @@ import { listCertifications } from '../certify/results.js';
 import { liveCertificationOnly } from '../certify/scope.js';
 import type { InspectSource } from '../tui/source.js';
 import { age, certificationText, eventDetail, oneLine, screenTail, splitPanes, toolLine } from '../tui/format.js';
-import { renderError } from './common.js';
+import { renderError, uncertifiedCliText } from './common.js';
 import { defineCommand } from './spec.js';
 
 /**
@@ -47,8 +47,16 @@ export const command = defineCommand({
       }
       const detail = await sessions.inspect(ref);
       const uncertified = uncertifiedHere(detail.handle.provider.provider, detail.certification);
-      if (opts.json) process.stdout.write(JSON.stringify({ ...viewJson(detail), certification: detail.certification, ...(uncertified ? { uncertifiedHere: uncertified } : {}) }) + '\n');
-      else process.stdout.write(viewText(detail, Date.now(), uncertified ?? (detail.handle.provider.cli ? certificationText(detail.certification, Date.now()) : null)));
+      // A release newer than the adapter certified: uncertified, whatever a local certify run says.
+      const newer = uncertifiedCliText(detail.handle);
+      if (opts.json) {
+        process.stdout.write(
+          JSON.stringify({ ...viewJson(detail), certification: detail.certification, ...(uncertified ? { uncertifiedHere: uncertified } : {}), ...(newer ? { uncertifiedCli: newer } : {}) }) + '\n',
+        );
+      } else {
+        const results = detail.handle.provider.cli ? certificationText(detail.certification, Date.now()) : null;
+        process.stdout.write(viewText(detail, Date.now(), uncertified ?? (newer ? `uncertified: ${newer}${results ? ` · cal certify: ${results}` : ''}` : results)));
+      }
       return 0;
     } catch (err) {
       return renderError(err, opts);
@@ -112,7 +120,7 @@ function viewText(view: SessionDetail, now: number, certified: string | null = n
   const { current, archived } = splitPanes(view.panes);
   const lines = [
     `handle     ${h.id}${h.name ? ` (${h.name})` : ''}`,
-    `provider   ${p.provider} via ${p.transport}, CLI ${p.cli?.version ?? '-'} at ${p.cli?.realPath ?? '-'}`,
+    `provider   ${p.provider} via ${p.transport}, CLI ${p.cli?.version ?? '-'}${p.cli?.support === 'newer_than_certified' ? ' (uncertified)' : ''} at ${p.cli?.realPath ?? '-'}`,
     ...(certified !== null ? [`certified  ${certified}`] : []),
     `model      ${p.model ?? '(CLI default)'}`,
     `cwd        ${h.config.workingDir.realPath}`,

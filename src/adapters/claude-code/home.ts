@@ -10,7 +10,8 @@ import { z } from 'zod';
  * In the user's own config cal writes one thing: `projects["<real cwd>"].hasTrustDialogAccepted`.
  * In a HOME that cal manages (demo, certify, tests: a folder holding `.cal-managed-home`) it also
  * marks onboarding done, approves the API key in the environment (by its last 20 characters, as
- * the CLI itself does) and skips the bypass-permissions warning.
+ * the CLI itself does) and skips the bypass-permissions warning (the settings key newer releases
+ * read and the global flag older ones read).
  */
 export const MANAGED_HOME_MARKER = '.cal-managed-home';
 
@@ -107,6 +108,12 @@ function answered(env: Record<string, string>, cwd: string, current: z.infer<typ
         next[seen] = true;
         changed = true;
       }
+    }
+    // Older releases skip the bypass-permissions warning on this global flag only: 2.0.10, 2.0.76
+    // and 2.1.29 do not know skipDangerousModePermissionPrompt (2.1.332 knows both).
+    if (next.bypassPermissionsModeAccepted !== true) {
+      next.bypassPermissionsModeAccepted = true;
+      changed = true;
     }
     const key = env.ANTHROPIC_API_KEY;
     if (key) {

@@ -11,12 +11,17 @@ import { claudeConfigDir } from './home.js';
  * CLI keeps the session's transcript.
  */
 
-/** Settings cal always adds: no self-update (it ran a global npm install here), no side traffic. */
+/**
+ * Settings cal always adds: no self-update (it ran a global npm install here), no side traffic,
+ * and no prompt suggestions (a forked request after every turn that nobody reads in a pane cal
+ * drives; on 2.1.29 it made the next turn's answer go missing from the transcript).
+ */
 export const claudeEnv = {
   DISABLE_AUTOUPDATER: '1',
   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
   DISABLE_TELEMETRY: '1',
   DISABLE_ERROR_REPORTING: '1',
+  CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION: 'false',
 } as const;
 
 /** The folder name Claude Code derives from a working directory. */

@@ -6,7 +6,7 @@ import type { ToolActivity } from '../../handles/tool-activity.js';
 import { runJsonlProcess, lastStderrLine } from '../structured-process.js';
 import type { LaunchRequest, StructuredRunRequest, StructuredTransport, StructuredTurnResult, TurnProgress } from '../types.js';
 import { launchEnv, sessionFlags, transcriptCandidates } from './launch.js';
-import { classifyRecord, TextBlock, toolFromUse, ToolResultBlock, ToolUseBlock, resultText } from './transcript.js';
+import { classifyRecord, TextBlock, toolFromUse, ToolResultBlock, ToolUseBlock, resultText } from './records.js';
 
 /**
  * Structured transport (research: adapters-gemini-cursor-agy-claude-structured.md §F, measured on
