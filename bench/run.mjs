@@ -49,6 +49,9 @@ function header() {
 }
 
 /** `cal --version` against `node -e 0`, interleaved. */
+/** `node -e 0` on this machine now: how loaded it is (about 40 ms on a quiet 2-core one). */
+let nodeStartup = NaN;
+
 async function startup() {
   const nodeTimes = [];
   const calTimes = [];
@@ -56,7 +59,8 @@ async function startup() {
     nodeTimes.push(must(await timed(process.execPath, ['-e', '0']), 'node -e 0').ms);
     calTimes.push(must(await timed(process.execPath, [calBin, '--version']), 'cal --version').ms);
   }
-  report.relative('`cal --version` start-up ≤ 2x `node -e 0`', median(calTimes), median(nodeTimes), 2, 'node -e 0');
+  nodeStartup = median(nodeTimes);
+  report.relative('`cal --version` start-up ≤ 2x `node -e 0`', median(calTimes), nodeStartup, 2, 'node -e 0');
 }
 
 /** A Claude session run by cal in a pane, and an equivalent one of Claude's own (claude -p). */
@@ -99,7 +103,7 @@ async function livePane(s) {
     "`cal continue` on a live pane: cal's own time ≤ 100 ms",
     median(own),
     100,
-    `process start → paste sent ${fmt(median(toPaste))}, end-of-turn record → exit ${fmt(median(afterEnd))} (medians)`,
+    `process start → paste sent ${fmt(median(toPaste))} (node's own start-up, \`node -e 0\`: ${fmt(nodeStartup)}), end-of-turn record → exit ${fmt(median(afterEnd))} (medians)`,
   );
   report.relative('`cal continue` on a live pane: whole call ≤ 0.6x `claude -p --resume`', median(whole), median(bare), 0.6, 'claude -p --resume');
 }
@@ -231,6 +235,8 @@ try {
   for (const dir of stateDirs) spawnSync('tmux', ['-S', await tmuxSocketFor(path.join(dir, 'tmux')), 'kill-server']);
   await step('`cal continue` on Codex structured', codexStructured);
   await step(`${CONCURRENT} sessions continued at once`, concurrent);
+  const [l1, l5] = os.loadavg();
+  report.notes.push(`load average at the end ${l1.toFixed(2)}/${l5.toFixed(2)}; on a loaded machine every figure grows (compare \`node -e 0\` above with about 40 ms on a quiet one)`);
   misses = report.print();
 } finally {
   for (const dir of stateDirs) spawnSync('tmux', ['-S', await tmuxSocketFor(path.join(dir, 'tmux')), 'kill-server']);
