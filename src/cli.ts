@@ -1,16 +1,55 @@
 import { createRequire } from 'node:module';
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError } from 'commander';
+import { register } from './commands/register.js';
+import type { CommandSpec } from './commands/spec.js';
 
 /**
- * Builds the commander program. Each command's module is imported only when that command
- * runs, so `cal --version` and plain commands load little (and never Ink).
+ * Builds the commander program from the commands' own specs. Only the module of the command
+ * being run is imported (help and unknown commands import them all, to list them), so
+ * `cal --version` loads no command at all and `cal continue` never loads another command's
+ * dependencies, nor Ink, React or ora unless a terminal needs them.
  */
 const require = createRequire(import.meta.url);
 const { version } = require('../package.json') as { version: string };
 
-export const providerChoices = ['claude-code', 'codex', 'gemini', 'pi', 'cursor', 'anthropic', 'openai'];
+type CommandModule = { command: CommandSpec<any, any> };
 
-export function buildProgram(setExit: (code: number) => void): Command {
+/** Every command, in the order help lists them. */
+export const commandModules: Record<string, () => Promise<CommandModule>> = {
+  start: () => import('./commands/start.js'),
+  continue: () => import('./commands/continue.js'),
+  'kill-tmux': () => import('./commands/kill-tmux.js'),
+  inspect: () => import('./commands/inspect.js'),
+  events: () => import('./commands/events.js'),
+  run: () => import('./commands/run.js'),
+  lock: () => import('./commands/lock.js'),
+  recover: () => import('./commands/recover.js'),
+  certify: () => import('./commands/certify.js'),
+  demo: () => import('./commands/demo.js'),
+  model: () => import('./commands/model-serve.js'),
+};
+
+/** The command word of an argv (after node and the script), skipping the global options; null when there is none. */
+export function commandWord(args: readonly string[]): string | null {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    if (arg === '--state-dir') i++;
+    else if (arg === '--') return null;
+    else if (!arg.startsWith('-')) return arg;
+  }
+  return null;
+}
+
+/** The specs a run needs: the one named command, none for a bare --version, all for help or an unknown word. */
+export async function specsFor(args: readonly string[]): Promise<CommandSpec[]> {
+  const word = commandWord(args);
+  const load = word !== null ? commandModules[word] : undefined;
+  if (load) return [(await load()).command];
+  if (word === null && args.some((a) => a === '-V' || a === '--version')) return [];
+  return Promise.all(Object.values(commandModules).map(async (l) => (await l()).command));
+}
+
+export function buildProgram(specs: readonly CommandSpec[], setExit: (code: number) => void): Command {
   const program = new Command();
   program
     .name('cal')
@@ -19,152 +58,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--state-dir <dir>', 'state directory (default: $CAL_STATE_DIR or ~/.local/state/cal)')
     .showSuggestionAfterError()
     .exitOverride();
-
-  const global = () => program.opts<{ stateDir?: string }>();
-
-  program
-    .command('start')
-    .description('start a session and send its first message; the answer on stdout, the handle on stderr')
-    .addOption(new Option('--provider <name>', 'which CLI or API').choices(providerChoices).makeOptionMandatory())
-    .option('--cwd <dir>', 'working directory of the session (default: the current one)')
-    .option('--model <model>', 'model name passed to the CLI')
-    .addOption(new Option('--transport <kind>', 'how cal drives the CLI').choices(['tmux', 'structured', 'api']))
-    .option('--name <name>', 'a name to use instead of the handle id')
-    .option('--system-prompt <text>', 'system prompt appended natively by the CLI')
-    .option('--system-prompt-file <file>', 'read the system prompt from a file')
-    .option('--mcp-config <file>', 'MCP config file handed to the CLI')
-    .option('--cli-path <path>', 'the CLI executable to pin (default: found on PATH)')
-    .option('--timeout <seconds>', 'give up waiting for the end of the turn after this long')
-    .option('--events', 'stream lifecycle events as NDJSON on stderr')
-    .option('--stream', "print the assistant's text and tool activity as the CLI records them (NDJSON events with --json)")
-    .option('--json', 'print one JSON object on stdout')
-    .argument('[message]', 'the first message, or - to read it from stdin')
-    .action(async (message: string | undefined, opts) => {
-      const { runStart } = await import('./commands/start.js');
-      setExit(await runStart(message, opts, global()));
-    });
-
-  program
-    .command('continue')
-    .description('send a message to a session: paste into its live pane, or resume it natively in a new one')
-    .argument('<handle>', 'handle id or name')
-    .argument('[message]', 'the message, or - to read it from stdin')
-    .option('--cwd <dir>', 'expected working directory (stale_handle if it differs)')
-    .option('--model <model>', 'expected model (stale_handle if it differs)')
-    .option('--system-prompt <text>', 'expected system prompt')
-    .option('--system-prompt-file <file>', 'expected system prompt, from a file')
-    .option('--mcp-config <file>', 'expected MCP config')
-    .option('--wait [seconds]', 'wait in line while another continuation runs, forever or --wait=S seconds (default: fail with busy)')
-    .option('--timeout <seconds>', 'give up waiting for the end of the turn after this long')
-    .option('--events', 'stream lifecycle events as NDJSON on stderr')
-    .option('--stream', "print the assistant's text and tool activity as the CLI records them (NDJSON events with --json)")
-    .option('--json', 'print one JSON object on stdout')
-    .action(async (handle: string, message: string | undefined, opts) => {
-      const { runContinue } = await import('./commands/continue.js');
-      setExit(await runContinue(handle, message, opts, global()));
-    });
-
-  program
-    .command('kill-tmux')
-    .description("kill the session's tmux pane (the session itself can still be continued)")
-    .argument('<handle>', 'handle id or name')
-    .option('--json', 'print one JSON object on stdout')
-    .action(async (handle: string, opts) => {
-      const { runKillTmux } = await import('./commands/kill-tmux.js');
-      setExit(await runKillTmux(handle, opts, global()));
-    });
-
-  program
-    .command('inspect')
-    .description('show handles: identity, panes, turns and events')
-    .argument('[handle]', 'handle id or name (default: every handle)')
-    .option('--json', 'print JSON')
-    .action(async (handle: string | undefined, opts) => {
-      const { runInspect } = await import('./commands/inspect.js');
-      setExit(await runInspect(handle, opts, global()));
-    });
-
-  program
-    .command('events')
-    .description("print a handle's lifecycle events as NDJSON")
-    .argument('<handle>', 'handle id or name')
-    .option('--follow', 'keep printing new events')
-    .action(async (handle: string, opts) => {
-      const { runEvents } = await import('./commands/events.js');
-      setExit(await runEvents(handle, opts, global()));
-    });
-
-  program
-    .command('run')
-    .description('run a durable plan: ordered phases (messages or commands) on one session')
-    .argument('<plan>', 'plan file (YAML or JSON, see docs/plans.md)')
-    .option('--events', 'stream lifecycle and workflow events as NDJSON on stderr')
-    .option('--json', 'print one JSON object on stdout')
-    .action(async (plan: string, opts) => {
-      const { runPlanCommand } = await import('./commands/run.js');
-      setExit(await runPlanCommand(plan, opts, global()));
-    });
-
-  program
-    .command('lock')
-    .description('run a command while holding a named lock (the locks plan phases take)')
-    .argument('<name>', 'lock name')
-    .argument('<command...>', 'the command, after --')
-    .option('--wait [seconds]', 'wait for the lock, forever or --wait=S seconds (default: fail with busy)')
-    .action(async (name: string, command: string[], opts) => {
-      const { runLock } = await import('./commands/lock.js');
-      setExit(await runLock(name, command, opts, global()));
-    });
-
-  program
-    .command('recover')
-    .description('settle every unfinished turn and phase whose cal process died, from the CLI transcript first')
-    .option('--dry-run', 'say what would be done, change nothing')
-    .option('--retry-lost', 'send a lost turn again through continuation')
-    .option('--events', 'stream lifecycle events as NDJSON on stderr')
-    .option('--json', 'print one JSON object on stdout')
-    .action(async (opts) => {
-      const { runRecover } = await import('./commands/recover.js');
-      setExit(await runRecover(opts, global()));
-    });
-
-  program
-    .command('certify')
-    .description("certify a CLI version against cal's continuation contract (scripted model by default; exit 15 when a certification fails)")
-    .addOption(new Option('--provider <name>', 'which CLI').choices(providerChoices).makeOptionMandatory())
-    .option('--cli-path <path>', 'the CLI executable to certify (default: found on PATH)')
-    .option('--only <ids>', 'comma-separated certification ids to run (default: all that apply)')
-    .option('--live', "run against the vendor's real service with your own credentials and CLI config")
-    .option('--json', 'print one JSON object on stdout')
-    .option('--junit <file>', 'also write the results as JUnit XML')
-    .action(async (opts) => {
-      const { runCertify } = await import('./commands/certify.js');
-      setExit(await runCertify(opts, global()));
-    });
-
-  program
-    .command('demo')
-    .description('the whole loop offline: scripted model, real CLI in tmux, kill the pane, resume natively')
-    .addOption(new Option('--provider <name>', 'which CLI').choices(['claude-code']).default('claude-code'))
-    .option('--cli-path <path>', 'the CLI executable (default: PATH, then the one cal ships for tests)')
-    .action(async (opts) => {
-      const { runDemo } = await import('./commands/demo.js');
-      setExit(await runDemo(opts, global()));
-    });
-
-  const model = program.command('model').description('the scripted model server');
-  model
-    .command('serve')
-    .description('serve the scripted model on 127.0.0.1; prints its base URL and runs until stopped')
-    .option('--host <host>', 'address to bind', '127.0.0.1')
-    .option('--port <port>', 'port (default: any free one)')
-    .option('--log <file>', 'append every request to this JSONL file')
-    .option('--allow-remote', 'allow a non-loopback --host')
-    .action(async (opts) => {
-      const { runModelServe } = await import('./commands/model-serve.js');
-      setExit(await runModelServe(opts));
-    });
-
+  for (const spec of specs) register(program, spec, setExit);
   return program;
 }
 
@@ -179,10 +73,10 @@ export function normaliseArgv(argv: string[]): string[] {
 export async function main(argv: string[]): Promise<number> {
   argv = normaliseArgv(argv);
   let code = 0;
-  const program = buildProgram((c) => {
-    code = c;
-  });
   try {
+    const program = buildProgram(await specsFor(argv.slice(2)), (c) => {
+      code = c;
+    });
     await program.parseAsync(argv);
     return code;
   } catch (err) {

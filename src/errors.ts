@@ -50,6 +50,29 @@ export class CalError extends Error {
     return exitCodes[this.kind];
   }
 
+  /** stale_handle: the field that differs, and its recorded (expected) and requested (actual) values. */
+  get field(): string | undefined {
+    return this.details.field;
+  }
+
+  get expected(): unknown {
+    return this.details.expected;
+  }
+
+  get actual(): unknown {
+    return this.details.actual;
+  }
+
+  /** The handle id the failure concerns, when there is one. */
+  get handle(): string | undefined {
+    return this.details.handle;
+  }
+
+  /** The turn id the failure concerns, when a turn was recorded. */
+  get turn(): string | undefined {
+    return this.details.turn;
+  }
+
   toJSON(): Record<string, unknown> {
     const out: Record<string, unknown> = { kind: this.kind, message: this.message };
     for (const key of ['field', 'expected', 'actual', 'handle', 'turn'] as const) {

@@ -2,6 +2,8 @@ import { CalError } from '../errors.js';
 import type { ProviderName } from '../handles/schema.js';
 import { claudeCodeAdapter } from './claude-code/index.js';
 import { codexAdapter } from './codex/index.js';
+import { cursorAdapter } from './cursor/index.js';
+import { agyAdapter } from './agy/index.js';
 import { piAdapter } from './pi/index.js';
 import type { CliAdapter } from './types.js';
 import { anthropicApi } from './api/anthropic.js';
@@ -13,6 +15,8 @@ const adapters: Partial<Record<ProviderName, CliAdapter>> = {
   'claude-code': claudeCodeAdapter,
   codex: codexAdapter,
   pi: piAdapter,
+  cursor: cursorAdapter,
+  agy: agyAdapter,
 };
 
 export function cliAdapter(name: ProviderName): CliAdapter {

@@ -24,6 +24,8 @@ export interface ProcessOptions {
   /** When aborted, the process gets SIGINT (as Ctrl-C in its terminal would send). */
   interrupt?: AbortSignal;
   onStdout?: (chunk: Buffer) => void;
+  /** Written to the child's stdin, which is then closed (without it stdin is closed at once). */
+  input?: string;
 }
 
 const FORCE_KILL_AFTER_MS = 5000;
@@ -31,7 +33,12 @@ const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 export function runProcess(file: string, args: string[], opts: ProcessOptions): Promise<ProcessRun> {
   return new Promise((resolve) => {
-    const child = spawn(file, args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(file, args, { cwd: opts.cwd, env: opts.env, stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    if (opts.input !== undefined && child.stdin) {
+      // A child that exits before reading all of it must not crash cal with EPIPE.
+      child.stdin.on('error', () => undefined);
+      child.stdin.end(opts.input);
+    }
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     let bytes = 0;
@@ -51,9 +58,11 @@ export function runProcess(file: string, args: string[], opts: ProcessOptions): 
       if (bytes > opts.maxBuffer) return terminate();
       into.push(chunk);
     };
-    child.stdout.on('data', collect(out));
-    child.stdout.on('data', (chunk: Buffer) => opts.onStdout?.(chunk));
-    child.stderr.on('data', collect(err));
+    // Piped by the stdio above, so both streams are there.
+    const stdout = child.stdout as NonNullable<typeof child.stdout>;
+    stdout.on('data', collect(out));
+    stdout.on('data', (chunk: Buffer) => opts.onStdout?.(chunk));
+    (child.stderr as NonNullable<typeof child.stderr>).on('data', collect(err));
     // Ended with cal: the signal is passed on, then raised again for cal's own default action.
     const onSignal = (signal: NodeJS.Signals) => {
       child.kill(signal);

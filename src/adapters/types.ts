@@ -1,5 +1,6 @@
 import type { PinnedCli, ProviderName } from '../handles/schema.js';
 import type { ToolActivity } from '../handles/tool-activity.js';
+import type { SupportedVersions } from './versions.js';
 
 /**
  * The one interface every coding-agent CLI adapter implements. An adapter knows launch and
@@ -38,7 +39,11 @@ export interface LaunchRequest {
   sessionId: string | null;
   /** Delivered by the launch itself when the adapter can (argv), else pasted afterwards. */
   message: string;
-  /** A private 0700 folder cal owns for this session, for per-session files (hook settings). */
+  /**
+   * A private (0700) directory cal owns for this handle, the same on every launch of it, where
+   * the adapter may keep per-session files (hook settings, a signal file). Unset: the adapter
+   * launches without them.
+   */
   sessionDir?: string;
 }
 
@@ -51,8 +56,9 @@ export interface LaunchPlan {
   /** The native id the CLI will use, when known before it writes anything. */
   sessionId: string | null;
   /**
-   * A JSONL file the CLI's hooks append to (a second end-of-turn signal beside the transcript);
-   * the engine tails it and keeps it on the handle for resumes and recover.
+   * A JSONL file the CLI's own hooks append to (one payload a line), beside the transcript: the
+   * engine tails it and hands each record to `TurnObserver.feedSignal`, and keeps the path on the
+   * handle so a resume or recover finds it. Null or unset: this launch has no second signal.
    */
   signalFile?: string | null;
 }
@@ -87,14 +93,29 @@ export type TurnObservation =
 export interface TurnObserver {
   /** Feed transcript records in file order. */
   feed(record: unknown): void;
-  /** Feed a record of the session's signal file (LaunchPlan.signalFile), when the adapter has one. */
+  /**
+   * Feed records of the launch's signal file (`LaunchPlan.signalFile`) in file order, whenever
+   * they are read: before, between or after transcript records. The observer decides which are
+   * this turn's; a signal alone never supplies an answer the transcript can still give.
+   */
   feedSignal?(record: unknown): void;
+  /**
+   * What the transcript (and signals) say so far. It can change with no new record: an end that
+   * waits a bounded time for the transcript to catch up is settled when it is read, so read it
+   * on every poll.
+   */
   readonly observation: TurnObservation;
   readonly tools: ToolActivity[];
   /** Text streamed so far in this turn (for --stream); empty when none. */
   readonly partialAnswer: string;
   /** Records that matched no known shape (counted, never fatal). */
   readonly unknownRecords: number;
+  /**
+   * True while the running turn's last record is a request the model has not answered yet (the
+   * prompt, or a tool result sent back), false while tools run or wait for a confirmation. Read
+   * only for `CliAdapter.stallKeys`; an observer that does not know leaves it unset.
+   */
+  readonly awaitingModel?: boolean;
 }
 
 /** What a turn shows while it runs (for --stream and the spinner). */
@@ -120,6 +141,11 @@ export interface StructuredTransport {
   run(req: StructuredRunRequest): Promise<StructuredTurnResult>;
 }
 
+export interface StallKeys {
+  afterMs: number;
+  keys: string[];
+}
+
 export interface CliAdapter {
   readonly name: ProviderName;
   /** The executable name looked up on PATH when no --cli-path is given. */
@@ -127,7 +153,12 @@ export interface CliAdapter {
   readonly capabilities: Capabilities;
   /** Environment variables the CLI needs by name (never their values), for the handle. */
   readonly envNames: readonly string[];
-  /** The real executable (a native binary behind any wrapper) and its version. */
+  /** The releases this adapter runs: the oldest proven and the newest certified (design §10); unset for an adapter that has not measured its floor yet. */
+  readonly versions?: SupportedVersions;
+  /**
+   * The real executable (a native binary behind any wrapper) and its version, placed against
+   * `versions`: a release below the floor is `cli_unsupported`, thrown before anything runs.
+   */
   resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli>;
   /** Pre-answer startup dialogs for this working directory (trust, onboarding, …). */
   prepare(env: Record<string, string>, config: SessionConfig): Promise<void>;
@@ -151,10 +182,31 @@ export interface CliAdapter {
    * the same burst as the paste (Gemini CLI). Unset: Enter right after the paste.
    */
   readonly pasteSubmitDelayMs?: number;
+  /**
+   * How soon the CLI records a message it took at its prompt (set only for CLIs that record the
+   * prompt at once, before any model reply). A message still unrecorded well past it means the
+   * CLI is not at its prompt (a dialog is open): the turn fails at once instead of waiting for
+   * the timeout. Launches get a longer bound (the TUI starts first).
+   */
+  readonly promptRecordedWithinMs?: number;
+  /**
+   * Keys for a TUI that holds a request the model keeps failing in a dialog and records nothing
+   * until it is answered (Gemini CLI): while the observer says the turn awaits the model and no
+   * record came for `afterMs`, the engine presses `keys` in the pane, then counts again. The keys
+   * must answer that dialog so the CLI records its error, and do nothing while a reply is merely
+   * slow. Unset: the engine never presses anything on its own.
+   */
+  readonly stallKeys?: StallKeys;
   structured?: StructuredTransport;
   /**
    * The environment that points this CLI at cal's scripted model, in a throwaway HOME (or CLI
    * home) under `dir` that cal manages: for demo, certify and tests. No key, no network.
    */
   scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>): Promise<Record<string, string>>;
+  /**
+   * Set when the CLI cannot be pointed at cal's scripted model (no local endpoint option): why.
+   * Then nothing offline can certify it; only a user's live run with the real CLI and a login
+   * (`cal certify --live`) can, and `cal inspect` marks it uncertified here.
+   */
+  readonly liveCertificationOnly?: string;
 }

@@ -43,6 +43,12 @@ export async function certify(opts: CertifyOptions): Promise<CertifyReport> {
     throw new CalError('non_applicable', `${opts.provider} is an API provider: there is no CLI binary to certify`);
   }
   const adapter = cliAdapter(opts.provider);
+  if (!opts.live && adapter.liveCertificationOnly) {
+    throw new CalError(
+      'non_applicable',
+      `${opts.provider} cannot be certified here: ${adapter.liveCertificationOnly}. Where the real CLI is installed and signed in, run: cal certify --provider ${opts.provider} --live`,
+    );
+  }
   const pinned = await adapter.resolveCli(opts.cliPath, opts.env);
   const settingsBase = {
     provider: opts.provider,
@@ -64,7 +70,11 @@ export async function certify(opts: CertifyOptions): Promise<CertifyReport> {
   const outcomes: Array<CertOutcome | undefined> = new Array(plan.length);
   let reported = 0;
   const flush = () => {
-    while (reported < plan.length && outcomes[reported]) opts.onOutcome?.(outcomes[reported++] as CertOutcome);
+    // The index moves outside the optional call: `f?.(x++)` skips `x++` when f is absent.
+    while (reported < plan.length && outcomes[reported]) {
+      const outcome = outcomes[reported++] as CertOutcome;
+      opts.onOutcome?.(outcome);
+    }
   };
 
   const jobs = Math.max(1, opts.live ? 1 : (opts.jobs ?? DEFAULT_JOBS));

@@ -1,13 +1,10 @@
 import fs from 'node:fs/promises';
-import { CalError, toCalError } from '../errors.js';
-import type { AgentSessionHandle } from '../handles/schema.js';
-import type { EventRecord } from '../state/store.js';
-import type { TurnRecord } from '../state/turns.js';
+import { CalError, TurnError, type CalEvent, type Turn, type TurnResult } from '../index.js';
+import { checkMessage } from '../library/history.js';
+import { toCalError } from '../errors.js';
+import type { LiveOutput } from './progress.js';
 
-/** Options every command shares. */
-export interface GlobalOptions {
-  stateDir?: string;
-}
+export type { GlobalOptions } from './spec.js';
 
 export interface OutputOptions {
   json?: boolean;
@@ -30,9 +27,7 @@ export async function readMessage(arg: string | undefined): Promise<string> {
     for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
     message = Buffer.concat(chunks).toString('utf8');
   }
-  if (message.includes('\0')) throw new CalError('usage', `the message contains a NUL byte at offset ${message.indexOf('\0')}`);
-  if (!message.trim()) throw new CalError('usage', 'the message is empty');
-  return message;
+  return checkMessage(message);
 }
 
 export function parseSeconds(value: string, flag: string): number {
@@ -41,12 +36,31 @@ export function parseSeconds(value: string, flag: string): number {
   return n;
 }
 
-export function eventPrinter(opts: OutputOptions): ((e: EventRecord) => void) | undefined {
-  if (!opts.events) return undefined;
-  return (e) => process.stderr.write(JSON.stringify(e) + '\n');
+/** `--wait` (rewritten to `--wait=forever` by the CLI) or `--wait=S`, for the library's `wait`. */
+export function parseWait(value: string | true | undefined): boolean | number | undefined {
+  if (value === undefined) return undefined;
+  return value === true || value === 'forever' ? true : parseSeconds(value, '--wait');
 }
 
-export function turnJson(turn: TurnRecord): Record<string, unknown> {
+interface SystemPromptFlags {
+  systemPrompt?: string;
+  systemPromptFile?: string;
+}
+
+/** `--system-prompt TEXT` or `--system-prompt-file F`, never both (checked before anything is read). */
+export function checkSystemPromptFlags(opts: SystemPromptFlags): void {
+  if (opts.systemPrompt !== undefined && opts.systemPromptFile !== undefined) {
+    throw new CalError('usage', '--system-prompt and --system-prompt-file exclude each other');
+  }
+}
+
+export async function systemPromptOf(opts: SystemPromptFlags): Promise<string | undefined> {
+  return opts.systemPromptFile ? fileText(opts.systemPromptFile, '--system-prompt-file') : opts.systemPrompt;
+}
+
+export { eventPrinter } from './event-printer.js';
+
+export function turnJson(turn: Turn): Record<string, unknown> {
   return {
     id: turn.id,
     status: turn.status,
@@ -57,9 +71,8 @@ export function turnJson(turn: TurnRecord): Record<string, unknown> {
   };
 }
 
-/** Prints a finished turn and returns the exit code its status maps to. */
-export function renderTurn(handle: AgentSessionHandle, turn: TurnRecord, opts: OutputOptions): number {
-  const failure = turnFailure(handle, turn);
+/** Prints a settled turn (and the failure it ended in, if any) and returns the exit code. */
+export function renderTurn({ handle, turn }: TurnResult, opts: OutputOptions, failure: CalError | null = null): number {
   if (opts.json) {
     const out: Record<string, unknown> = { handle: handle.id, turn: turnJson(turn) };
     if (failure) out.error = failure.toJSON();
@@ -72,20 +85,38 @@ export function renderTurn(handle: AgentSessionHandle, turn: TurnRecord, opts: O
   return failure ? failure.exitCode : 0;
 }
 
-function turnFailure(handle: AgentSessionHandle, turn: TurnRecord): CalError | null {
-  const details = { handle: handle.id, turn: turn.id };
-  switch (turn.status) {
-    case 'completed':
-      return null;
-    case 'failed':
-      return new CalError('turn_failed', `the turn failed: ${turn.error?.message ?? 'no message from the CLI'}`, details);
-    case 'interrupted':
-      return new CalError('interrupted', `the turn was interrupted${turn.error ? `: ${turn.error.message}` : ''}`, details);
-    case 'lost':
-      return new CalError('lost', `the turn was lost: ${turn.error?.message ?? 'the CLI ended before the turn did'}; continue again to resume`, details);
-    default:
-      return new CalError('internal', `turn ended in unexpected status ${turn.status}`, details);
+/**
+ * Runs one turn-taking library call with its live output and renders how it ended: a completed
+ * turn, a turn that settled otherwise (failed, interrupted, lost: the records come with the
+ * error), or an error before or instead of a turn.
+ */
+export async function renderTurnCall(call: () => Promise<TurnResult>, live: LiveOutput, opts: OutputOptions): Promise<number> {
+  try {
+    const result = await call();
+    return renderTurn({ ...result, turn: live.done(result.turn) }, opts);
+  } catch (err) {
+    live.stop();
+    if (err instanceof TurnError) return renderTurn(err.result, opts, err);
+    return renderError(err, opts);
+  } finally {
+    live.stop();
   }
+}
+
+/**
+ * Ctrl-C during a turn: the first one cancels it as the library's AbortSignal does (the CLI is
+ * interrupted the way a person at its pane would, the turn settled, the handle's lock released);
+ * a second one ends cal at once (the turn is then left for `cal recover`).
+ */
+export function cancelOnInterrupt(): AbortSignal {
+  const controller = new AbortController();
+  const onInterrupt = () => {
+    if (controller.signal.aborted) process.exit(130);
+    process.stderr.write('cal: cancelling the turn (Ctrl-C again to quit at once)\n');
+    controller.abort();
+  };
+  process.on('SIGINT', onInterrupt);
+  return controller.signal;
 }
 
 /** Prints an error (one line, or the JSON object) and returns its exit code. */

@@ -1,52 +1,54 @@
-import { CalError } from '../errors.js';
-import { AgentSessions } from '../sessions/agent-sessions.js';
-import { StateStore, parseHandleRef } from '../state/store.js';
-import { fileText, parseSeconds, passThroughEnv, readMessage, renderError, renderTurn, type GlobalOptions } from './common.js';
+import { openSessions } from '../index.js';
+import { parseHandleRef } from '../state/store.js';
+import { checkSystemPromptFlags, parseSeconds, cancelOnInterrupt, parseWait, readMessage, renderError, renderTurnCall, systemPromptOf } from './common.js';
 import { liveOutput } from './progress.js';
+import { defineCommand } from './spec.js';
 
-export interface ContinueOptions {
-  cwd?: string;
-  model?: string;
-  systemPrompt?: string;
-  systemPromptFile?: string;
-  mcpConfig?: string;
-  wait?: string | boolean;
-  timeout?: string;
-  events?: boolean;
-  stream?: boolean;
-  json?: boolean;
-}
-
-export async function runContinue(ref: string, messageArg: string | undefined, opts: ContinueOptions, global: GlobalOptions): Promise<number> {
-  try {
-    parseHandleRef(ref);
-    if (opts.systemPrompt !== undefined && opts.systemPromptFile !== undefined) {
-      throw new CalError('usage', '--system-prompt and --system-prompt-file exclude each other');
-    }
-    const message = await readMessage(messageArg);
-    const waitSeconds = opts.wait === undefined ? undefined : opts.wait === true || opts.wait === 'forever' ? Infinity : parseSeconds(String(opts.wait), '--wait');
-    const store = await StateStore.open(global.stateDir);
-    const sessions = new AgentSessions(store);
-    const live = await liveOutput(opts, 'sending');
+export const command = defineCommand({
+  name: 'continue',
+  help: 'send a message to a session: paste into its live pane, or resume it natively in a new one',
+  args: [
+    { name: 'handle', help: 'handle id or name', required: true },
+    { name: 'message', help: 'the message, or - to read it from stdin' },
+  ],
+  options: {
+    cwd: { value: '<dir>', help: 'expected working directory (stale_handle if it differs)' },
+    model: { value: '<model>', help: 'expected model (stale_handle if it differs)' },
+    systemPrompt: { value: '<text>', help: 'expected system prompt' },
+    systemPromptFile: { value: '<file>', help: 'expected system prompt, from a file' },
+    mcpConfig: { value: '<file>', help: 'expected MCP config' },
+    wait: { value: '[seconds]', help: 'wait in line while another continuation runs, forever or --wait=S seconds (default: fail with busy)' },
+    timeout: { value: '<seconds>', help: 'give up waiting for the end of the turn after this long' },
+    events: { help: 'stream lifecycle events as NDJSON on stderr' },
+    stream: { help: "print the assistant's text and tool activity as the CLI records them (NDJSON events with --json)" },
+    json: { help: 'print one JSON object on stdout' },
+  },
+  async run([ref, messageArg], opts, global) {
     try {
-      const { handle, turn } = await sessions.continue({
-        ref,
-        message,
-        cwd: opts.cwd,
-        model: opts.model,
-        systemPrompt: opts.systemPromptFile ? await fileText(opts.systemPromptFile, '--system-prompt-file') : opts.systemPrompt,
-        mcpConfig: opts.mcpConfig,
-        waitSeconds,
-        timeoutSeconds: opts.timeout ? parseSeconds(opts.timeout, '--timeout') : undefined,
-        env: passThroughEnv(),
-        onEvent: live.onEvent,
-        onProgress: live.onProgress,
-      });
-      return renderTurn(handle, live.done(turn), opts);
-    } finally {
-      live.stop();
+      parseHandleRef(ref);
+      checkSystemPromptFlags(opts);
+      const message = await readMessage(messageArg);
+      const wait = parseWait(opts.wait);
+      const sessions = await openSessions({ stateDir: global.stateDir });
+      const live = await liveOutput(opts, 'sending');
+      return await renderTurnCall(
+        async () =>
+          sessions.continue(ref, message, {
+            cwd: opts.cwd,
+            model: opts.model,
+            systemPrompt: await systemPromptOf(opts),
+            mcpConfig: opts.mcpConfig,
+            wait,
+            timeoutSeconds: opts.timeout ? parseSeconds(opts.timeout, '--timeout') : undefined,
+            onEvent: live.onEvent,
+            onProgress: live.onProgress,
+            signal: cancelOnInterrupt(),
+          }),
+        live,
+        opts,
+      );
+    } catch (err) {
+      return renderError(err, opts);
     }
-  } catch (err) {
-    return renderError(err, opts);
-  }
-}
+  },
+});

@@ -1,20 +1,21 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import { StateStore } from '../state/store.js';
-import { renderError, type GlobalOptions } from './common.js';
+import { openSessions } from '../index.js';
+import { renderError } from './common.js';
+import { defineCommand } from './spec.js';
 
-export async function runEvents(ref: string, opts: { follow?: boolean }, global: GlobalOptions): Promise<number> {
-  try {
-    const store = await StateStore.open(global.stateDir);
-    const handle = await store.loadHandle(ref);
-    let printed = 0;
-    for (;;) {
-      const events = await store.readEvents(handle.id);
-      for (const e of events.slice(printed)) process.stdout.write(JSON.stringify(e) + '\n');
-      printed = Math.max(printed, events.length);
-      if (!opts.follow) return 0;
-      await sleep(250);
+export const command = defineCommand({
+  name: 'events',
+  help: "print a handle's lifecycle events as NDJSON",
+  args: [{ name: 'handle', help: 'handle id or name', required: true }],
+  options: {
+    follow: { help: 'keep printing new events' },
+  },
+  async run([ref], opts, global) {
+    try {
+      const sessions = await openSessions({ stateDir: global.stateDir });
+      for await (const event of sessions.events(ref, { follow: opts.follow === true })) process.stdout.write(JSON.stringify(event) + '\n');
+      return 0;
+    } catch (err) {
+      return renderError(err, {});
     }
-  } catch (err) {
-    return renderError(err, {});
-  }
-}
+  },
+});

@@ -1,71 +1,84 @@
-import { AgentSessions, type HandleView } from '../sessions/agent-sessions.js';
-import { StateStore } from '../state/store.js';
-import { age, certificationText, eventDetail, oneLine, screenTail, splitPanes, toolLine } from '../tui/format.js';
-import { listCertifications, type CertificationSummary } from '../certify/results.js';
+import { openSessions, type CertificationSummary, type SessionDetail, type Sessions } from '../index.js';
+import { listCertifications } from '../certify/results.js';
+import { liveCertificationOnly } from '../certify/scope.js';
 import type { InspectSource } from '../tui/source.js';
-import { renderError, type GlobalOptions } from './common.js';
+import { age, certificationText, eventDetail, oneLine, screenTail, splitPanes, toolLine } from '../tui/format.js';
+import { renderError } from './common.js';
+import { defineCommand } from './spec.js';
 
 /**
  * `cal inspect [<handle>]`. On a terminal (stdin and stdout both TTYs, no --json) it opens the
  * Ink TUI, imported only here and only then; otherwise the same information as plain text or
  * JSON, without loading Ink or React.
  */
-export async function runInspect(ref: string | undefined, opts: { json?: boolean }, global: GlobalOptions): Promise<number> {
-  try {
-    const store = await StateStore.open(global.stateDir);
-    const sessions = new AgentSessions(store);
-    if (!opts.json && process.stdout.isTTY && process.stdin.isTTY) {
-      // A bad reference fails here, as a plain typed error, before the terminal is taken over.
-      if (ref !== undefined) await sessions.describe(ref);
-      const { runTui } = await import('../tui/run.js');
-      return await runTui({ source: tuiSource(sessions, store.layout.root), ref, stateDir: store.layout.root });
-    }
-    if (ref === undefined) {
-      const list = await sessions.list();
-      const certifications = await listCertifications(store.layout.root);
-      if (opts.json) {
-        process.stdout.write(JSON.stringify({ handles: list.map(({ handle, lastTurn }) => ({ ...handle, lastTurn })), certifications }) + '\n');
-      } else {
-        for (const { handle, lastTurn } of list) {
-          process.stdout.write(
-            [handle.id, handle.name ?? '-', handle.provider.provider, handle.provider.cli?.version ?? '-', handle.provider.status, lastTurn?.status ?? '-', handle.updatedAt].join('\t') + '\n',
-          );
-        }
-        if (certifications.length > 0) process.stdout.write(certificationsText(certifications, Date.now()));
+export const command = defineCommand({
+  name: 'inspect',
+  help: 'show handles: identity, panes, turns and events',
+  args: [{ name: 'handle', help: 'handle id or name (default: every handle)' }],
+  options: {
+    json: { help: 'print JSON' },
+  },
+  async run([ref], opts, global) {
+    try {
+      const sessions = await openSessions({ stateDir: global.stateDir });
+      if (!opts.json && process.stdout.isTTY && process.stdin.isTTY) {
+        // A bad reference fails here, as a plain typed error, before the terminal is taken over.
+        if (ref !== undefined) await sessions.inspect(ref, { screen: false });
+        const { runTui } = await import('../tui/run.js');
+        return await runTui({ source: tuiSource(sessions), ref, stateDir: sessions.stateDir });
       }
+      if (ref === undefined) {
+        const { handles, certifications, unreadable } = await sessions.inspect();
+        if (opts.json) {
+          process.stdout.write(JSON.stringify({ handles: handles.map(({ handle, lastTurn }) => ({ ...handle, lastTurn })), certifications, unreadable }) + '\n');
+        } else {
+          // A handle file that cannot be read is reported (on stderr), never left out in silence.
+          for (const u of unreadable) process.stderr.write(`cal: unreadable handle ${u.file}${u.name ? ` (name ${u.name})` : ''}: ${u.reason}\n`);
+          for (const { handle, lastTurn } of handles) {
+            process.stdout.write(
+              [handle.id, handle.name ?? '-', handle.provider.provider, handle.provider.cli?.version ?? '-', handle.provider.status, lastTurn?.status ?? '-', handle.updatedAt].join('\t') + '\n',
+            );
+          }
+          if (certifications.length > 0) process.stdout.write(certificationsText(certifications, Date.now()));
+        }
+        return 0;
+      }
+      const detail = await sessions.inspect(ref);
+      const uncertified = uncertifiedHere(detail.handle.provider.provider, detail.certification);
+      if (opts.json) process.stdout.write(JSON.stringify({ ...viewJson(detail), certification: detail.certification, ...(uncertified ? { uncertifiedHere: uncertified } : {}) }) + '\n');
+      else process.stdout.write(viewText(detail, Date.now(), uncertified ?? (detail.handle.provider.cli ? certificationText(detail.certification, Date.now()) : null)));
       return 0;
+    } catch (err) {
+      return renderError(err, opts);
     }
-    const view = await sessions.describe(ref);
-    const cli = view.handle.provider.cli;
-    const certification = cli ? await certificationsOf(store.layout.root, view.handle.provider.provider, cli.version) : [];
-    const screen = view.currentPaneAlive ? await sessions.screen(ref).catch(() => null) : null;
-    const attach = view.currentPaneAlive ? await sessions.attachCommand(ref) : null;
-    if (opts.json) process.stdout.write(JSON.stringify({ ...viewJson(view, screen, attach), certification }) + '\n');
-    else process.stdout.write(viewText(view, screen, attach, Date.now(), cli ? certificationText(certification, Date.now()) : null));
-    return 0;
-  } catch (err) {
-    return renderError(err, opts);
-  }
-}
+  },
+});
 
-/** Stored `cal certify` results of one CLI version, one per mode. */
-async function certificationsOf(stateRoot: string, provider: string, version: string): Promise<CertificationSummary[]> {
-  return (await listCertifications(stateRoot)).filter((c) => c.provider === provider && c.version === version);
-}
-
-/** What the TUI reads: the sessions object, plus certification results from certify's store. */
-function tuiSource(sessions: AgentSessions, stateRoot: string): InspectSource {
+/**
+ * What the TUI reads, from the library. Its certification results come from the stored
+ * `cal certify` runs (certify/results.ts), and one poll's describe and screen share one read.
+ */
+function tuiSource(sessions: Sessions): InspectSource {
+  const reading = new Map<string, Promise<SessionDetail>>();
+  const detail = (ref: string): Promise<SessionDetail> => {
+    let pending = reading.get(ref);
+    if (!pending) {
+      pending = sessions.inspect(ref).finally(() => reading.delete(ref));
+      reading.set(ref, pending);
+    }
+    return pending;
+  };
   return {
-    list: () => sessions.list(),
-    describe: (ref) => sessions.describe(ref),
-    screen: (ref) => sessions.screen(ref),
-    attachCommand: (ref) => sessions.attachCommand(ref),
-    certification: (provider, version) => certificationsOf(stateRoot, provider, version),
+    list: async () => (await sessions.inspect()).handles,
+    describe: (ref) => detail(ref),
+    screen: async (ref) => (await detail(ref)).screen,
+    attachCommand: async (ref) => (await sessions.inspect(ref, { screen: false })).attach,
+    certification: async (provider, version) => (await listCertifications(sessions.stateDir)).filter((c) => c.provider === provider && c.version === version),
   };
 }
 
-function viewJson(view: HandleView, screen: string | null, attach: string[] | null): Record<string, unknown> {
-  return { ...view.handle, currentPaneAlive: view.currentPaneAlive, turns: view.turns, events: view.events, screen, attach };
+function viewJson(view: SessionDetail): Record<string, unknown> {
+  return { ...view.handle, currentPaneAlive: view.currentPaneAlive, turns: view.turns, events: view.events, screen: view.screen, attach: view.attach };
 }
 
 const SCREEN_LINES = 15;
@@ -77,7 +90,8 @@ function certificationsText(list: CertificationSummary[], now: number): string {
   return lines.join('\n') + '\n';
 }
 
-function viewText(view: HandleView, screen: string | null, attach: string[] | null, now: number, certified: string | null = null): string {
+function viewText(view: SessionDetail, now: number, certified: string | null = null): string {
+  const { screen, attach } = view;
   const h = view.handle;
   const p = h.provider;
   const { current, archived } = splitPanes(view.panes);
@@ -109,4 +123,14 @@ function viewText(view: HandleView, screen: string | null, attach: string[] | nu
     ...view.events.map((e) => `  ${e.time} ${e.event}${e.turn ? ` ${e.turn}` : ''}${eventDetail(e) ? ` ${oneLine(eventDetail(e), 120)}` : ''}`),
   );
   return lines.join('\n') + '\n';
+}
+
+/**
+ * For a CLI only a live run can certify (Cursor, Agy) and no live pass on record for this
+ * version: says so, with what would certify it. Null otherwise.
+ */
+function uncertifiedHere(provider: Parameters<typeof liveCertificationOnly>[0], results: CertificationSummary[]): string | null {
+  const why = liveCertificationOnly(provider);
+  if (!why || results.some((r) => r.mode === 'live' && r.certified)) return null;
+  return `uncertified here: ${why}; a user's live run certifies it (cal certify --provider ${provider} --live)`;
 }

@@ -1,15 +1,23 @@
-import { AgentSessions } from '../sessions/agent-sessions.js';
-import { StateStore } from '../state/store.js';
-import { renderError, type GlobalOptions } from './common.js';
+import { openSessions } from '../index.js';
+import { renderError } from './common.js';
+import { defineCommand } from './spec.js';
 
-export async function runKillTmux(ref: string, opts: { json?: boolean }, global: GlobalOptions): Promise<number> {
-  try {
-    const store = await StateStore.open(global.stateDir);
-    const handle = await new AgentSessions(store).killTmux(ref);
-    if (opts.json) process.stdout.write(JSON.stringify({ handle: handle.id, status: handle.provider.status }) + '\n');
-    else process.stderr.write(`handle: ${handle.id}\n`);
-    return 0;
-  } catch (err) {
-    return renderError(err, opts);
-  }
-}
+export const command = defineCommand({
+  name: 'kill-tmux',
+  help: "kill the session's tmux pane (the session itself can still be continued)",
+  args: [{ name: 'handle', help: 'handle id or name', required: true }],
+  options: {
+    json: { help: 'print one JSON object on stdout' },
+  },
+  async run([ref], opts, global) {
+    try {
+      const sessions = await openSessions({ stateDir: global.stateDir });
+      const handle = await sessions.killTmux(ref);
+      if (opts.json) process.stdout.write(JSON.stringify({ handle: handle.id, status: handle.provider.status }) + '\n');
+      else process.stderr.write(`handle: ${handle.id}\n`);
+      return 0;
+    } catch (err) {
+      return renderError(err, opts);
+    }
+  },
+});

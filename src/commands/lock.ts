@@ -2,26 +2,38 @@ import { execa } from 'execa';
 import { CalError } from '../errors.js';
 import { StateStore } from '../state/store.js';
 import { namedLock } from '../workflow/runner.js';
-import { parseSeconds, renderError, type GlobalOptions } from './common.js';
+import { parseSeconds, renderError } from './common.js';
+import { defineCommand } from './spec.js';
 
 /**
  * `cal lock <name> [--wait[=S]] -- <command…>`: runs a command while holding one of the named
  * locks plan phases take (first come, first served; a dead holder's lock is reclaimed at once).
  */
-export async function runLock(name: string, command: string[], opts: { wait?: string | boolean }, global: GlobalOptions): Promise<number> {
-  try {
-    if (!/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/.test(name)) throw new CalError('usage', `invalid lock name ${JSON.stringify(name)}: letters, digits, _ and -`);
-    if (command.length === 0) throw new CalError('usage', 'a command to run is required after --');
-    const waitSeconds = opts.wait === undefined ? undefined : opts.wait === true || opts.wait === 'forever' ? Infinity : parseSeconds(String(opts.wait), '--wait');
-    const store = await StateStore.open(global.stateDir);
-    const held = await store.locks.acquire(namedLock(name), { waitSeconds });
+export const command = defineCommand({
+  name: 'lock',
+  help: 'run a command while holding a named lock (the locks plan phases take)',
+  args: [
+    { name: 'name', help: 'lock name', required: true },
+    { name: 'command', help: 'the command, after --', required: true, variadic: true },
+  ],
+  options: {
+    wait: { value: '[seconds]', help: 'wait for the lock, forever or --wait=S seconds (default: fail with busy)' },
+  },
+  async run([name, command], opts, global) {
     try {
-      const res = await execa(command[0] as string, command.slice(1), { stdio: 'inherit', reject: false });
-      return res.exitCode ?? 1;
-    } finally {
-      await held.release();
+      if (!/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/.test(name)) throw new CalError('usage', `invalid lock name ${JSON.stringify(name)}: letters, digits, _ and -`);
+      if (command.length === 0) throw new CalError('usage', 'a command to run is required after --');
+      const waitSeconds = opts.wait === undefined ? undefined : opts.wait === true || opts.wait === 'forever' ? Infinity : parseSeconds(String(opts.wait), '--wait');
+      const store = await StateStore.open(global.stateDir);
+      const held = await store.locks.acquire(namedLock(name), { waitSeconds });
+      try {
+        const res = await execa(command[0] as string, command.slice(1), { stdio: 'inherit', reject: false });
+        return res.exitCode ?? 1;
+      } finally {
+        await held.release();
+      }
+    } catch (err) {
+      return renderError(err, {});
     }
-  } catch (err) {
-    return renderError(err, {});
-  }
-}
+  },
+});

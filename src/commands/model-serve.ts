@@ -1,15 +1,26 @@
 /** `cal model serve`: run the scripted model server in the foreground until SIGINT/SIGTERM. */
-import type { Command } from 'commander';
 import { isLoopbackHost, startModelServer } from '../model/server.js';
+import { defineCommand, type OptionSpec, type OptionValues } from './spec.js';
 
-export interface ModelServeOptions {
-  host?: string;
-  port?: string | number;
-  log?: string;
-  allowRemote?: boolean;
-}
+const options = {
+  host: { value: '<host>', help: 'address to bind', default: '127.0.0.1' },
+  port: { value: '<port>', help: 'port (default: any free one)' },
+  log: { value: '<file>', help: 'append every request to this JSONL file' },
+  allowRemote: { help: 'allow a non-loopback --host' },
+} as const satisfies Record<string, OptionSpec>;
 
-function parsePort(value: string | number | undefined): number | null {
+export type ModelServeOptions = Partial<OptionValues<typeof options>>;
+
+export const command = defineCommand({
+  name: 'model serve',
+  groupHelp: 'the scripted model server',
+  help: 'serve the scripted model on 127.0.0.1; prints its base URL and runs until stopped',
+  args: [],
+  options,
+  run: (_args, opts): Promise<number> => runModelServe(opts),
+});
+
+function parsePort(value: string | undefined): number | null {
   if (value === undefined || value === '') return 0;
   const s = String(value).trim();
   if (!/^\d+$/.test(s)) return null;
@@ -68,19 +79,4 @@ export async function runModelServe(opts: ModelServeOptions): Promise<number> {
   await stopped;
   await server.close();
   return 0;
-}
-
-/** Add `model serve` to a commander program (for programs that do not declare it themselves). */
-export function registerModelCommand(program: Command): void {
-  const model = program.command('model').description('the scripted model server');
-  model
-    .command('serve')
-    .description('serve the scripted model on 127.0.0.1; prints its base URL and runs until stopped')
-    .option('--host <host>', 'address to bind', '127.0.0.1')
-    .option('--port <port>', 'port (default: any free one)')
-    .option('--log <file>', 'append every request to this JSONL file')
-    .option('--allow-remote', 'allow a non-loopback --host')
-    .action(async (opts: ModelServeOptions) => {
-      process.exitCode = await runModelServe(opts);
-    });
 }

@@ -1,7 +1,6 @@
-import type { EventRecord } from '../state/store.js';
-import type { ToolActivity } from '../state/turns.js';
+import type { CalEvent, ToolActivity, TurnProgress } from '../index.js';
 import { colorEnabled, elapsed, oneLine, toolLine } from '../tui/format.js';
-import { eventPrinter } from './common.js';
+import { eventPrinter } from './event-printer.js';
 
 /**
  * Live progress for long waits: a spinner with the lifecycle state and elapsed time on a
@@ -9,7 +8,7 @@ import { eventPrinter } from './common.js';
  * Neither loads Ink: the spinner is ora, imported only when stderr is a terminal.
  */
 
-/** What the engine's turn observer shows while the turn runs (structurally a TurnObserver). */
+/** What the spinner and the stream read of a running turn. */
 export interface ProgressView {
   readonly observation: { readonly phase: string };
   readonly tools: readonly ToolActivity[];
@@ -17,7 +16,7 @@ export interface ProgressView {
 }
 
 export interface Progress {
-  onEvent(event: EventRecord): void;
+  onEvent(event: CalEvent): void;
   onProgress(view: ProgressView): void;
   /** Sets the state shown (for waits that are not one turn, e.g. certify's "3 of 26 done"). */
   setState(state: string): void;
@@ -210,8 +209,8 @@ export interface LiveOptions {
 
 /** Everything a waiting command shows while the turn runs: spinner, --events, --stream. */
 export interface LiveOutput {
-  onEvent(event: EventRecord): void;
-  onProgress(view: ProgressView): void;
+  onEvent(event: CalEvent): void;
+  onProgress(progress: TurnProgress): void;
   /**
    * Stops the spinner and returns the turn as it should be rendered: with --stream in plain
    * mode the answer was printed as it came, so it is not printed twice.
@@ -229,7 +228,8 @@ export async function liveOutput(opts: LiveOptions, initial: string, sinks?: Str
       progress.onEvent(event);
       printEvent?.(event);
     },
-    onProgress(view) {
+    onProgress({ phase, tools, partialAnswer }) {
+      const view: ProgressView = { observation: { phase }, tools, partialAnswer };
       progress.onProgress(view);
       stream?.update(view);
     },

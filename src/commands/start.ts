@@ -1,56 +1,55 @@
-import type { ProviderName, Transport } from '../handles/schema.js';
-import { AgentSessions } from '../sessions/agent-sessions.js';
-import { StateStore } from '../state/store.js';
-import { fileText, parseSeconds, passThroughEnv, readMessage, renderError, renderTurn, type GlobalOptions } from './common.js';
-import { CalError } from '../errors.js';
+import { openSessions, providerNames } from '../index.js';
+import { checkSystemPromptFlags, parseSeconds, cancelOnInterrupt, readMessage, renderError, renderTurnCall, systemPromptOf } from './common.js';
 import { liveOutput } from './progress.js';
+import { defineCommand } from './spec.js';
 
-export interface StartOptions {
-  provider: ProviderName;
-  cwd?: string;
-  model?: string;
-  transport?: Transport;
-  name?: string;
-  systemPrompt?: string;
-  systemPromptFile?: string;
-  mcpConfig?: string;
-  cliPath?: string;
-  timeout?: string;
-  events?: boolean;
-  stream?: boolean;
-  json?: boolean;
-}
-
-export async function runStart(messageArg: string | undefined, opts: StartOptions, global: GlobalOptions): Promise<number> {
-  try {
-    if (opts.systemPrompt !== undefined && opts.systemPromptFile !== undefined) {
-      throw new CalError('usage', '--system-prompt and --system-prompt-file exclude each other');
-    }
-    const message = await readMessage(messageArg);
-    const store = await StateStore.open(global.stateDir);
-    const sessions = new AgentSessions(store);
-    const live = await liveOutput(opts, 'starting');
+export const command = defineCommand({
+  name: 'start',
+  help: 'start a session and send its first message; the answer on stdout, the handle on stderr',
+  args: [{ name: 'message', help: 'the first message, or - to read it from stdin' }],
+  options: {
+    provider: { value: '<name>', help: 'which CLI or API', choices: providerNames, required: true },
+    cwd: { value: '<dir>', help: 'working directory of the session (default: the current one)' },
+    model: { value: '<model>', help: 'model name passed to the CLI' },
+    transport: { value: '<kind>', help: 'how cal drives the CLI', choices: ['tmux', 'structured', 'api'] },
+    name: { value: '<name>', help: 'a name to use instead of the handle id' },
+    systemPrompt: { value: '<text>', help: 'system prompt appended natively by the CLI' },
+    systemPromptFile: { value: '<file>', help: 'read the system prompt from a file' },
+    mcpConfig: { value: '<file>', help: 'MCP config file handed to the CLI' },
+    cliPath: { value: '<path>', help: 'the CLI executable to pin (default: found on PATH)' },
+    timeout: { value: '<seconds>', help: 'give up waiting for the end of the turn after this long' },
+    events: { help: 'stream lifecycle events as NDJSON on stderr' },
+    stream: { help: "print the assistant's text and tool activity as the CLI records them (NDJSON events with --json)" },
+    json: { help: 'print one JSON object on stdout' },
+  },
+  async run([messageArg], opts, global) {
     try {
-      const { handle, turn } = await sessions.start({
-        provider: opts.provider,
-        message,
-        cwd: opts.cwd,
-        model: opts.model,
-        transport: opts.transport,
-        name: opts.name,
-        systemPrompt: opts.systemPromptFile ? await fileText(opts.systemPromptFile, '--system-prompt-file') : opts.systemPrompt,
-        mcpConfig: opts.mcpConfig,
-        cliPath: opts.cliPath,
-        timeoutSeconds: opts.timeout ? parseSeconds(opts.timeout, '--timeout') : undefined,
-        env: passThroughEnv(),
-        onEvent: live.onEvent,
-        onProgress: live.onProgress,
-      });
-      return renderTurn(handle, live.done(turn), opts);
-    } finally {
-      live.stop();
+      checkSystemPromptFlags(opts);
+      const message = await readMessage(messageArg);
+      const sessions = await openSessions({ stateDir: global.stateDir });
+      const live = await liveOutput(opts, 'starting');
+      return await renderTurnCall(
+        async () =>
+          sessions.start({
+            provider: opts.provider,
+            message,
+            cwd: opts.cwd,
+            model: opts.model,
+            transport: opts.transport,
+            name: opts.name,
+            systemPrompt: await systemPromptOf(opts),
+            mcpConfig: opts.mcpConfig,
+            cliPath: opts.cliPath,
+            timeoutSeconds: opts.timeout ? parseSeconds(opts.timeout, '--timeout') : undefined,
+            onEvent: live.onEvent,
+            onProgress: live.onProgress,
+            signal: cancelOnInterrupt(),
+          }),
+        live,
+        opts,
+      );
+    } catch (err) {
+      return renderError(err, opts);
     }
-  } catch (err) {
-    return renderError(err, opts);
-  }
-}
+  },
+});

@@ -35,6 +35,12 @@ export async function paneCommand(dir: string, argv: string[]): Promise<string[]
   await ensurePrivateDir(dir);
   const file = path.join(dir, `launch-${randomBytes(6).toString('hex')}.sh`);
   const script = `rm -f -- ${shellQuote(file)}\nexec ${argv.map(shellQuote).join(' ')}\n`;
-  await fs.writeFile(file, script, { mode: 0o600, flag: 'wx' });
+  await fs.writeFile(file, script, { mode: 0o600, flag: 'wx' }).catch(async (err: NodeJS.ErrnoException) => {
+    await fs.rm(file, { force: true });
+    if (err.code === 'ENOSPC' || err.code === 'EDQUOT' || err.code === 'EROFS') {
+      throw new CalError('usage', `cannot write ${file}: ${err.code === 'EROFS' ? 'the file system is read-only' : 'no space left on the device'}; fix that, then run cal recover to settle unfinished turns`);
+    }
+    throw err;
+  });
   return ['/bin/sh', file];
 }

@@ -25,7 +25,11 @@ export async function observeRecordedTurn(
 ): Promise<RecordedTurn> {
   const { text } = prepareMessageLeniently(adapter, handle, message);
   const alive = handle.tmux ? await paneAlive(tmux(handle.tmux.socket), handle.tmux) : false;
-  const observer = adapter.observeTurn(text, sentAt);
+  // Past the stored offset lie only records of turns not yet settled (the offset moves past every
+  // settled or lost one), so the clock is not needed to keep earlier turns out, and a clock stepped
+  // back since the turn was recorded would hide the CLI's own record of it. Only a transcript not
+  // yet bound is searched with a time bound (to tell it from older files).
+  const observer = adapter.observeTurn(text, handle.transcript ? undefined : sentAt);
   if (!handle.transcript) {
     const bound = await adapter.bindTranscript({ env, config, sessionId: handle.pendingSessionId, message: text, sentAt });
     if (bound) handle = { ...handle, nativeSessionId: bound.sessionId, pendingSessionId: null, transcript: { path: bound.path, offset: 0 } };

@@ -13,7 +13,7 @@ export function dirIdentity(dir: string): DirIdentity {
     realPath = realpathSync(given);
     const st = statSync(realPath);
     if (!st.isDirectory()) throw new CalError('usage', `${given} is not a directory`);
-    return { path: given, realPath, dev: st.dev, ino: st.ino };
+    return { path: given, realPath, dev: st.dev, ino: st.ino, ...(st.birthtimeMs > 0 ? { birthtimeMs: st.birthtimeMs } : {}) };
   } catch (err) {
     if (err instanceof CalError) throw err;
     throw new CalError('usage', `working directory ${given} does not exist`);
@@ -83,7 +83,7 @@ function checkWorkingDir(wd: DirIdentity, requested: RequestedConfig): void {
   } catch {
     now = null;
   }
-  if (!now || now.dev !== wd.dev || now.ino !== wd.ino) {
+  if (!now || !sameDir(now, wd)) {
     throw stale('workingDir', `${wd.realPath} (inode ${wd.ino})`, now ? `${now.realPath} (inode ${now.ino})` : 'missing', 'was moved, deleted or recreated');
   }
   if (requested.cwd !== undefined) {
@@ -93,6 +93,12 @@ function checkWorkingDir(wd: DirIdentity, requested: RequestedConfig): void {
     } catch {
       throw stale('workingDir', wd.realPath, path.resolve(requested.cwd), 'differs');
     }
-    if (asked.dev !== wd.dev || asked.ino !== wd.ino) throw stale('workingDir', wd.realPath, asked.realPath, 'differs');
+    if (!sameDir(asked, wd)) throw stale('workingDir', wd.realPath, asked.realPath, 'differs');
   }
+}
+
+/** Device and inode, and the birth time where both sides know it (an inode can be handed out again). */
+function sameDir(a: DirIdentity, b: DirIdentity): boolean {
+  if (a.dev !== b.dev || a.ino !== b.ino) return false;
+  return a.birthtimeMs === undefined || b.birthtimeMs === undefined || a.birthtimeMs === b.birthtimeMs;
 }

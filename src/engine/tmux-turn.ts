@@ -107,9 +107,12 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
   let lastPaneCheck = 0;
   let cancelledAt: number | null = null;
   let fedRecords = 0;
+  // When the CLI last wrote a record (or cal last pressed the adapter's stall keys).
+  let lastRecordAt = Date.now();
 
   const onRecord = async () => {
     fedRecords++;
+    lastRecordAt = Date.now();
     if (!recorded && observer.observation.phase !== 'waiting') {
       recorded = true;
       await hooks.onRecorded(observerKey(observer));
@@ -187,12 +190,28 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
           outcome: { status: 'lost', answer: null, error: `the ${adapter.name} process ended before the turn recorded its end`, turnKey: observerKey(observer), tools: observer.tools },
         };
       }
+      const takeBound = promptBound(adapter.promptRecordedWithinMs, mode, pasted);
+      if (takeBound !== null && !recorded && cancelledAt === null && now - sentAt.getTime() > takeBound) {
+        const screen = lastWords(await tmux.capture(location.paneId));
+        await settle('idle');
+        throw new CalError(
+          'turn_failed',
+          `${adapter.name} did not take the message within ${Math.round(takeBound / 1000)}s: it is not at its prompt (a dialog is open?)${screen ? `: ${screen}` : ''}; answer it in the pane (cal inspect, then a), then continue`,
+        );
+      }
       if (pasted && !recorded && cancelledAt === null && now - sentAt.getTime() > RESUBMIT_AFTER_MS * (resubmits + 1) && resubmits < 2) {
         // The TUI can swallow an Enter that arrives while it is busy redrawing; the transcript
         // (not the screen) says the message was not taken, so press Enter once more.
         resubmits++;
         await tmux.sendKeys(location.paneId, ['Enter']);
       }
+    }
+    const stall = adapter.stallKeys;
+    if (stall && recorded && cancelledAt === null && observer.awaitingModel === true && Date.now() - lastRecordAt >= stall.afterMs) {
+      // The CLI holds a request with nothing recorded for too long (a dialog over a failing
+      // model, for Gemini): the adapter's keys make it record the outcome, or do nothing.
+      lastRecordAt = Date.now();
+      await tmux.sendKeys(location.paneId, stall.keys);
     }
     if (req.signal?.aborted && cancelledAt === null) {
       // Cancelled as Ctrl-C would: interrupt the CLI the way a person at the pane does, and let
@@ -214,6 +233,17 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
     }
     await waitForChange(transcriptPath ?? '/nonexistent-transcript', POLL_MS, 100);
   }
+}
+
+/**
+ * How long a sent message may stay unrecorded before the CLI is taken to be off its prompt: the
+ * adapter's bound after a paste, three times it after a launch (the TUI starts first); none when
+ * nothing was sent now (a turn followed again) or the CLI records the prompt only with a reply.
+ */
+function promptBound(withinMs: number | undefined, mode: Mode, pasted: boolean): number | null {
+  if (!withinMs) return null;
+  if (mode === 'paste') return pasted ? withinMs : null;
+  return withinMs * 3;
 }
 
 function observerKey(observer: TurnObserver): string | null {

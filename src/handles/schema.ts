@@ -6,7 +6,7 @@ import { z } from 'zod';
  */
 export const HANDLE_SCHEMA_VERSION = 1;
 
-export const providerNames = ['claude-code', 'codex', 'gemini', 'pi', 'cursor', 'anthropic', 'openai'] as const;
+export const providerNames = ['claude-code', 'codex', 'gemini', 'pi', 'cursor', 'agy', 'anthropic', 'openai'] as const;
 export const ProviderName = z.enum(providerNames);
 export type ProviderName = z.infer<typeof ProviderName>;
 
@@ -19,6 +19,11 @@ export const DirIdentity = z.object({
   realPath: z.string(),
   dev: z.number(),
   ino: z.number(),
+  /**
+   * When the filesystem records it. A folder deleted and recreated can get its inode back (ext4
+   * hands it out again at once when no process holds the folder), but never its birth time.
+   */
+  birthtimeMs: z.number().optional(),
 });
 export type DirIdentity = z.infer<typeof DirIdentity>;
 
@@ -48,6 +53,14 @@ export const PinnedCli = z.object({
   version: z.string(),
   /** The real path's identity when its version was read; absent in handles from before it was kept. */
   identity: FileIdentity.optional(),
+  /**
+   * Where the version stood against the adapter when it was pinned (design §10): `certified`
+   * from the adapter's floor up to the newest release it has certified, `newer_than_certified`
+   * above that (it runs, uncertified). Absent on handles written before cal recorded it.
+   */
+  support: z.enum(['certified', 'newer_than_certified']).optional(),
+  /** The newest release the adapter had certified when this version was pinned. */
+  newestCertified: z.string().optional(),
 });
 export type PinnedCli = z.infer<typeof PinnedCli>;
 

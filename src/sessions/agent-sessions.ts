@@ -3,6 +3,7 @@ import path from 'node:path';
 import { apiAdapter, cliAdapter } from '../adapters/registry.js';
 import type { CliAdapter } from '../adapters/types.js';
 import { preflight } from '../engine/decision.js';
+import { checkMcpConfig } from '../engine/mcp-config.js';
 import { prepareMessage } from '../engine/message.js';
 import { dirIdentity, hashFile, sha256 } from '../engine/stability.js';
 import { checkStability } from '../engine/stability.js';
@@ -40,11 +41,15 @@ export class AgentSessions {
   async start(req: StartRequest): Promise<TurnResult> {
     const api = apiAdapter(req.provider);
     const adapter = api ? null : this.ctx.adapter(req.provider);
-    const transport = req.transport ?? (api ? 'api' : 'tmux');
+    // A CLI cal drives only through its JSON mode (Cursor, Agy) starts there without being told.
+    const transport = req.transport ?? (api ? 'api' : adapter && !adapter.capabilities.tmuxContinuation && adapter.structured ? 'structured' : 'tmux');
     if (api && transport !== 'api') throw new CalError('usage', `${req.provider} is an API provider: it only has --transport api`);
     if (!api && transport === 'api') throw new CalError('usage', `${req.provider} is a coding-agent CLI; --transport api is for the API providers (anthropic, openai)`);
     if (adapter && transport === 'structured' && !adapter.structured) {
       throw new CalError('usage', `${req.provider} has no structured transport in cal; use --transport tmux`);
+    }
+    if (adapter && transport === 'tmux' && !adapter.capabilities.tmuxContinuation) {
+      throw new CalError('usage', `${req.provider} has no tmux transport in cal (its transcript cannot prove a turn's end without the pane); use --transport structured`);
     }
     if (api && req.mcpConfig) throw new CalError('usage', `${req.provider} is an API provider: --mcp-config applies to coding-agent CLIs`);
     api?.checkEnv(req.env);
@@ -56,6 +61,7 @@ export class AgentSessions {
     if (req.name !== undefined && (await this.store.isNameTaken(req.name))) throw nameTaken(req.name);
     const workingDir = dirIdentity(req.cwd ?? process.cwd());
     const mcpConfigPath = req.mcpConfig ? path.resolve(req.mcpConfig) : null;
+    if (mcpConfigPath) checkMcpConfig(mcpConfigPath);
     const cli = adapter ? await adapter.resolveCli(req.cliPath, req.env) : null;
     const id = newId();
     const now = new Date().toISOString();
@@ -135,8 +141,8 @@ export class AgentSessions {
    */
   async killTmux(ref: string): Promise<AgentSessionHandle> {
     const handle = await this.store.loadHandle(ref);
-    if (handle.provider.transport === 'api') {
-      throw new CalError('non_applicable', `handle ${handle.id} is an API session: it has no tmux pane to kill`, { handle: handle.id });
+    if (handle.provider.transport !== 'tmux') {
+      throw new CalError('non_applicable', `handle ${handle.id} is ${handle.provider.transport === 'api' ? 'an API session' : 'on the structured transport (one CLI process per turn)'}: it has no tmux pane to kill`, { handle: handle.id });
     }
     const killed = await killTransport(handle.provider, this.ctx.tmux);
     if (killed) await this.ctx.event(handle.id, 'pane_killed', undefined, { pane: killed.paneId });

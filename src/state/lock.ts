@@ -4,7 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { CalError } from '../errors.js';
-import { ensurePrivateDir, readJsonFile } from './fs.js';
+import { ensurePrivateDir, readJsonFile, stateWriteError } from './fs.js';
 
 /**
  * Cross-process lock owned by a live process. proper-lockfile only reclaims a lock after a
@@ -100,7 +100,12 @@ export class LockDirectory {
     // hrtime-based ticket names sort in arrival order within one machine.
     const ticket = `${process.hrtime.bigint().toString().padStart(24, '0')}-${me.pid}-${me.token}`;
     const ticketPath = path.join(queue, ticket);
-    writeFileSync(ticketPath, JSON.stringify(me), { mode: 0o600, flag: 'wx' });
+    try {
+      writeFileSync(ticketPath, JSON.stringify(me), { mode: 0o600, flag: 'wx' });
+    } catch (err) {
+      rmSync(ticketPath, { force: true });
+      throw stateWriteError(err, ticketPath);
+    }
     const deadline = opts.waitSeconds === Infinity ? Infinity : Date.now() + (opts.waitSeconds ?? 0) * 1000;
     let announced = false;
     try {
@@ -145,12 +150,16 @@ export class LockDirectory {
         try {
           writeFileSync(fd, JSON.stringify(me));
           fsyncSync(fd);
-        } finally {
+        } catch (err) {
+          // A full disk: the empty lock file is not left behind, and the error is the state dir's.
           closeSync(fd);
+          rmSync(file, { force: true });
+          throw stateWriteError(err, file);
         }
+        closeSync(fd);
         return true;
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw stateWriteError(err, file);
       }
       const current = await readJsonFile(file, LockOwner);
       if (current.ok && isProcessAlive(current.value.pid, current.value.startTime)) return false;

@@ -177,7 +177,10 @@ export class TmuxServer {
     );
     if (res.exitCode !== 0) {
       if (/command too long/i.test(res.stderr)) {
-        throw new CalError('usage', `the launch command is too long for tmux (its limit is about 16 KB for the command, message included); send a shorter first message and paste the rest in a later turn`);
+        throw new CalError(
+          'usage',
+          `the launch is too long for tmux: one tmux command holds about 16 KB, and this one names ${names.length} environment variables to pass to the CLI (${plain.join(' ').length + odd.join(' ').length} bytes of names); start cal with fewer variables in its environment`,
+        );
       }
       throw tmuxFailure('new-session', res);
     }

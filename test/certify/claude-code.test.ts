@@ -33,27 +33,27 @@ describe('cal certify --provider claude-code', () => {
     const junit = path.join(root, 'healthy', 'junit.xml');
     const run = await runCertify(state, ['--provider', provider, '--cli-path', cliBin('claude'), '--json', '--junit', junit]);
     expect(run.code, failures(run)).toBe(0);
-    expect(run.json).toMatchObject({ provider, mode: 'scripted', passed: true, cli: { version }, counts: { pass: certIds.length - 1, fail: 0, skip: 1 } });
+    expect(run.json).toMatchObject({ provider, mode: 'scripted', passed: true, cli: { version }, counts: { pass: certIds.length, fail: 0, skip: 0 } });
     expect(Object.keys(run.results)).toEqual([...certIds]);
-    expectOutcomes(run, { pass: certIds.filter((id) => id !== 'CertStructuredResume'), skip: ['CertStructuredResume'] });
-    expect(run.results.CertStructuredResume!.evidence).toMatch(/claude-code does not claim structuredTransport/);
+    expectOutcomes(run, { pass: [...certIds], skip: [] });
+    expect(run.results.CertStructuredResume!.evidence).toMatch(/^structured: two resumes of native id/);
     for (const r of Object.values(run.results)) if (r.result === 'pass') expect(r.evidence.length).toBeGreaterThan(20);
     expect(run.results.CertFreshLaunch!.evidence).toMatch(/model saw 1 user message/);
 
     const xml = await fs.readFile(junit, 'utf8');
-    expect(xml).toMatch(/<testsuite name="cal certify claude-code 2\.1\.328 \(scripted\)" tests="27" failures="0" errors="0" skipped="1"/);
+    expect(xml).toMatch(/<testsuite name="cal certify claude-code 2\.1\.328 \(scripted\)" tests="27" failures="0" errors="0" skipped="0"/);
     expect(xml.match(/<testcase /g)).toHaveLength(27);
 
     const saved = path.join(state, 'certifications', provider, `${version}.json`);
     expect(run.json.savedTo).toBe(saved);
     const file = CertificationFile.parse(JSON.parse(await fs.readFile(saved, 'utf8')));
-    expect(file.modes.scripted?.lastRun).toMatchObject({ passed: true, counts: { pass: 26, fail: 0, skip: 1 } });
+    expect(file.modes.scripted?.lastRun).toMatchObject({ passed: true, counts: { pass: 27, fail: 0, skip: 0 } });
     await expectNoSecret(run, [junit, saved]);
 
     const inspect = await runCal(['--state-dir', state, 'inspect', '--json']);
-    expect(inspect.json.certifications).toEqual([expect.objectContaining({ provider, version, mode: 'scripted', certified: true, pass: 26, fail: 0, skip: 1 })]);
+    expect(inspect.json.certifications).toEqual([expect.objectContaining({ provider, version, mode: 'scripted', certified: true, pass: 27, fail: 0, skip: 0 })]);
     const text = await runCal(['--state-dir', state, 'inspect']);
-    expect(text.stdout).toMatch(/^certifications\n {2}claude-code 2\.1\.328: scripted: yes \(26 pass, 1 skipped, /m);
+    expect(text.stdout).toMatch(/^certifications\n {2}claude-code 2\.1\.328: scripted: yes \(27 pass, /m);
   }, 600_000);
 
   it('the table says what ran against what, one row per certification, and exit 15 names the failures', async () => {
@@ -67,8 +67,9 @@ describe('cal certify --provider claude-code', () => {
     expect(lines[3]).toMatch(/^ID +PRI RESULT +TIME {2}EVIDENCE$/);
     expect(lines[4]).toMatch(/^CertFreshLaunch +P0 {2}pass +\d+\.\ds {2}model saw 1 user message/);
     expect(lines[5]).toMatch(/^CertSlowToolNoFalseIdle +P0 {2}FAIL +\d+\.\ds {2}continue ".*" ended lost/);
-    expect(lines[6]).toMatch(/^CertStructuredResume +P0 {2}skip +- {2}claude-code does not claim structuredTransport/);
-    expect(run.stdout).toMatch(/^NOT CERTIFIED: claude-code 2\.1\.328 \(only 3 selected\): 1 passed, 1 failed \(1 P0\), 1 skipped in /m);
+    // The structured transport runs no slow tool: the wrapper never ends it.
+    expect(lines[6]).toMatch(/^CertStructuredResume +P0 {2}pass +\d+\.\ds {2}structured: two resumes of native id/);
+    expect(run.stdout).toMatch(/^NOT CERTIFIED: claude-code 2\.1\.328 \(only 3 selected\): 2 passed, 1 failed \(1 P0\), 0 skipped in /m);
     expect(run.stderr.trim()).toBe('cal: certification_failed: 1 certification failed for claude-code 2.1.328: CertSlowToolNoFalseIdle');
   }, 300_000);
 
@@ -78,15 +79,16 @@ describe('cal certify --provider claude-code', () => {
       const wrapper = await brokenWrapper(path.join(root, 'drop', 'bin'), 'claude', cliBin('claude'), 'drop-resume');
       const run = await runCertify(
         state,
-        ['--provider', provider, '--cli-path', wrapper, '--json', '--only', 'CertFreshLaunch,CertPasteIntoLivePane,CertSessionContinuationAfterTmuxLoss,CertNativeResumeOnlyLatestMessage,CertPinnedExecutable'],
+        ['--provider', provider, '--cli-path', wrapper, '--json', '--only', 'CertFreshLaunch,CertPasteIntoLivePane,CertSessionContinuationAfterTmuxLoss,CertNativeResumeOnlyLatestMessage,CertPinnedExecutable,CertStructuredResume'],
         BROKEN_ENV,
       );
       expect(run.code).toBe(15);
       expect(run.json.error.kind).toBe('certification_failed');
       expectOutcomes(run, {
         pass: ['CertFreshLaunch', 'CertPasteIntoLivePane'],
-        fail: ['CertSessionContinuationAfterTmuxLoss', 'CertNativeResumeOnlyLatestMessage', 'CertPinnedExecutable'],
+        fail: ['CertSessionContinuationAfterTmuxLoss', 'CertNativeResumeOnlyLatestMessage', 'CertPinnedExecutable', 'CertStructuredResume'],
       });
+      expect(run.results.CertStructuredResume!.failure).toMatch(/native id changed|recall answer/);
     }, 300_000);
 
     it('a CLI that replays the whole history on resume fails CertNativeResumeOnlyLatestMessage', async () => {

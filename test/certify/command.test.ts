@@ -1,11 +1,9 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startModelServer, type ModelServer } from '../../src/model/server.js';
-import { baseEnv, killStateTmux, scratchDir } from '../support/cal.js';
-import { claudeTestEnv } from '../support/claude-home.js';
+import { scratchDir } from '../support/cal.js';
+import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 import { cliBin } from '../support/clis.js';
-import { codexTestEnv } from '../support/codex-home.js';
 import { failures, runCertify } from './helpers.js';
 
 describe('cal certify: usage and typed errors', () => {
@@ -54,24 +52,16 @@ describe('cal certify: usage and typed errors', () => {
  * never would) and reports what it could not run there.
  */
 describe('cal certify --live', () => {
-  let server: ModelServer;
-  let root: string;
-
-  beforeAll(async () => {
-    server = await startModelServer({});
-    root = await scratchDir('certify-live');
-  });
+  const suites: CliSuite[] = [];
 
   afterAll(async () => {
-    await killStateTmux(path.join(root, 'claude', 'state'));
-    await killStateTmux(path.join(root, 'codex', 'state'));
-    await server.close();
-    await fs.rm(root, { recursive: true, force: true });
+    for (const suite of suites) await suite.close();
   });
 
   it('Claude Code: uses the caller HOME and credentials, says LIVE, skips scripted-only certifications with the reason', async () => {
-    const state = path.join(root, 'claude', 'state');
-    const userEnv = await claudeTestEnv(path.join(root, 'claude'), server.url, baseEnv({}));
+    const suite = await cliSuite('claude-code', { prefix: 'certify-live-claude' });
+    suites.push(suite);
+    const { server, state, env: userEnv } = suite;
     const before = server.turnRequests().length;
     const only = 'CertFreshLaunch,CertSessionContinuationAfterTmuxLoss,CertPromptPaste';
     const text = await runCertify(state, ['--provider', 'claude-code', '--cli-path', cliBin('claude'), '--live', '--only', only], userEnv);
@@ -89,8 +79,9 @@ describe('cal certify --live', () => {
   }, 300_000);
 
   it("Codex: the caller's own config.toml provider is used", async () => {
-    const state = path.join(root, 'codex', 'state');
-    const { env } = await codexTestEnv(path.join(root, 'codex'), server.url, baseEnv({}));
+    const suite = await cliSuite('codex', { prefix: 'certify-live-codex' });
+    suites.push(suite);
+    const { server, state, env } = suite;
     const before = server.turnRequests().length;
     const run = await runCertify(state, ['--provider', 'codex', '--cli-path', cliBin('codex'), '--live', '--only', 'CertHandleRoundTrip,CertStructuredResume,CertSlowToolNoFalseIdle', '--json'], env);
     expect(run.code, failures(run)).toBe(0);

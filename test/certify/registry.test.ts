@@ -62,13 +62,14 @@ describe('the certification registry', () => {
     }
   });
 
-  it('the adapters of this version: Claude Code skips only the structured resume, Codex only the stable working directory', () => {
+  it('the adapters of this version: Claude Code skips nothing, Codex and Pi only the stable working directory', () => {
     const skipped = (name: string) =>
       planCertifications(name, registeredAdapters().find((a) => a.name === name)!.capabilities, { live: false })
         .filter((p) => !p.run)
         .map((p) => p.cert.id);
-    expect(skipped('claude-code')).toEqual(['CertStructuredResume']);
+    expect(skipped('claude-code')).toEqual([]);
     expect(skipped('codex')).toEqual(['CertStableWorkingDir']);
+    expect(skipped('pi')).toEqual(['CertStableWorkingDir']);
   });
 
   it('--live skips the scenarios that need the scripted model, saying why; --only narrows the plan', () => {

@@ -2,8 +2,8 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ModelServer } from '../../src/model/server.js';
-import { claudeSuite, type ClaudeSuite } from '../support/claude-suite.js';
 import { handleFromStderr } from '../support/cal.js';
+import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 import { pinnedCli } from '../support/clis.js';
 
 /**
@@ -11,20 +11,18 @@ import { pinnedCli } from '../support/clis.js';
  * The tests in this file build on each other (one logical session), so they run in order.
  */
 describe('Claude Code in tmux, end to end', () => {
-  let suite: ClaudeSuite;
+  let suite: CliSuite;
   let server: ModelServer;
-  let root: string;
   let state: string;
   let work: string;
-  let env: Record<string, string>;
   let handle = '';
 
-  const cal = (args: string[], input?: string) => suite.cal(args, input);
-  const inspect = async () => (await cal(['inspect', handle, '--json'])).json;
+  const cal = (args: string[], input?: string) => suite.cal(args, { input });
+  const inspect = () => suite.inspect(handle);
 
   beforeAll(async () => {
-    suite = await claudeSuite('claude-e2e');
-    ({ server, root, state, work, env } = suite);
+    suite = await cliSuite('claude-code', { prefix: 'claude-e2e' });
+    ({ server, state, work } = suite);
   });
 
   afterAll(async () => {
@@ -47,7 +45,7 @@ describe('Claude Code in tmux, end to end', () => {
     const size = (await fs.stat(view.provider.transcript.path)).size;
     expect(view.provider.transcript.offset).toBeLessThanOrEqual(size);
     // Only the trust entry of the exact cwd (and, in this cal-managed HOME, onboarding) was written.
-    const claudeJson = JSON.parse(await fs.readFile(path.join(env.HOME!, '.claude.json'), 'utf8'));
+    const claudeJson = JSON.parse(await fs.readFile(path.join(suite.home, '.claude.json'), 'utf8'));
     expect(claudeJson.projects[await fs.realpath(work)].hasTrustDialogAccepted).toBe(true);
   });
 

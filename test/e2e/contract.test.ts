@@ -1,27 +1,26 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startModelServer, type ModelServer } from '../../src/model/server.js';
-import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir, type CalRun } from '../support/cal.js';
-import { claudeTestEnv, makeWorkDir } from '../support/claude-home.js';
-import { calBin, cliBin, pinnedCli } from '../support/clis.js';
+import type { ModelServer } from '../../src/model/server.js';
+import { handleFromStderr, type CalRun } from '../support/cal.js';
+import { cliSuite, type CliSuite } from '../support/cli-suite.js';
+import { cliBin, pinnedCli } from '../support/clis.js';
 
 /**
  * Issue 5 acceptance: every error kind and exit code reached the way a user reaches it, the
  * lifecycle events in order, one continuation per handle, with the real Claude Code binary.
  */
 describe('the continuation contract', () => {
+  let suite: CliSuite;
   let server: ModelServer;
   let root: string;
   let state: string;
-  let env: Record<string, string>;
 
-  const cal = (args: string[], input?: string): Promise<CalRun> => runCal(['--state-dir', state, ...args], { env, input });
-  const inspect = async (h: string) => (await cal(['inspect', h, '--json'])).json;
+  const cal = (args: string[], input?: string): Promise<CalRun> => suite.cal(args, { input });
+  const inspect = (h: string) => suite.inspect(h);
   async function startSession(message = 'Remember the codeword OSLO.', extra: string[] = [], cwd?: string): Promise<string> {
-    const work = cwd ?? (await makeWorkDir(root, `w-${Math.random().toString(36).slice(2, 8)}`));
+    const work = cwd ?? (await suite.workDir(`w-${Math.random().toString(36).slice(2, 8)}`));
     const run = await cal(['start', '--provider', 'claude-code', '--cwd', work, ...extra, message]);
     expect(run.stderr).toMatch(/handle: /);
     expect(run.code, run.stderr).toBe(0);
@@ -29,15 +28,12 @@ describe('the continuation contract', () => {
   }
 
   beforeAll(async () => {
-    server = await startModelServer({});
-    root = await scratchDir('contract');
-    state = path.join(root, 'state');
-    env = await claudeTestEnv(root, server.url, baseEnv({}));
+    suite = await cliSuite('claude-code', { prefix: 'contract' });
+    ({ server, root, state } = suite);
   });
 
   afterAll(async () => {
-    await killStateTmux(state);
-    await server.close();
+    await suite?.close();
   });
 
   it('usage errors exit 2 with one line', async () => {
@@ -67,7 +63,7 @@ describe('the continuation contract', () => {
   });
 
   it('stale_handle (6) names the field: model, cwd, system prompt, MCP config, and a recreated or moved folder', async () => {
-    const work = await makeWorkDir(root, 'stale');
+    const work = await suite.workDir('stale');
     const mcp = path.join(root, 'mcp.json');
     await fs.writeFile(mcp, JSON.stringify({ mcpServers: {} }));
     const h = await startSession('Remember the codeword RIGA.', ['--model', 'model-a', '--system-prompt', 'Be brief.', '--mcp-config', mcp], work);
@@ -103,11 +99,26 @@ describe('the continuation contract', () => {
     expect(events).toContain('"stale_handle"');
   });
 
-  it('non_continuable (7): the CLI exited before its first turn was recorded', async () => {
-    const work = await makeWorkDir(root, 'noncont');
+  it('a bad --mcp-config is usage (2) before anything starts, for every CLI alike (issue 20)', async () => {
+    const work = await suite.workDir('badmcp');
     const badMcp = path.join(root, 'bad-mcp.json');
     await fs.writeFile(badMcp, '{ this is not json');
-    const start = await cal(['start', '--provider', 'claude-code', '--cwd', work, '--mcp-config', badMcp, '--json', 'hello']);
+    const notServers = path.join(root, 'not-servers.json');
+    await fs.writeFile(notServers, JSON.stringify({ mcpServers: { probe: { args: ['x'] } } }));
+    for (const [provider, file] of [['claude-code', badMcp], ['codex', badMcp], ['claude-code', notServers], ['pi', notServers]] as const) {
+      const start = await cal(['start', '--provider', provider, '--cwd', work, '--mcp-config', file, '--json', 'hello']);
+      expect(start.code, `${provider} ${file}: ${start.stdout}`).toBe(2);
+      expect(start.json.error.kind).toBe('usage');
+      expect(start.json.error.handle).toBeUndefined();
+    }
+  });
+
+  it('non_continuable (7): the CLI exited before its first turn was recorded', async () => {
+    const work = await suite.workDir('noncont');
+    // A broken install: the CLI answers --version, then exits at once on every launch.
+    const broken = path.join(root, 'broken-claude');
+    await fs.writeFile(broken, `#!/bin/sh\nif [ "$1" = --version ]; then exec ${cliBin('claude')} --version; fi\necho "broken install" >&2\nexit 3\n`, { mode: 0o755 });
+    const start = await cal(['start', '--provider', 'claude-code', '--cwd', work, '--cli-path', broken, '--json', 'hello']);
     expect(start.code).not.toBe(0);
     const h = start.json.error.handle;
     expect(h).toBeTruthy();
@@ -117,14 +128,14 @@ describe('the continuation contract', () => {
   });
 
   it('non_applicable (8): an API session has no pane, while agent-level continue works', async () => {
-    const apiEnv = { ...env, ANTHROPIC_BASE_URL: server.url, ANTHROPIC_AUTH_TOKEN: 'x' };
-    const start = await runCal(['--state-dir', state, 'start', '--provider', 'anthropic', 'Remember the codeword LIMA.'], { env: apiEnv });
+    const apiEnv = { env: { ANTHROPIC_BASE_URL: server.url, ANTHROPIC_AUTH_TOKEN: 'x' } };
+    const start = await suite.cal(['start', '--provider', 'anthropic', 'Remember the codeword LIMA.'], apiEnv);
     expect(start.code).toBe(0);
     const h = handleFromStderr(start.stderr)!;
-    const kill = await runCal(['--state-dir', state, 'kill-tmux', h, '--json'], { env: apiEnv });
+    const kill = await suite.cal(['kill-tmux', h, '--json'], apiEnv);
     expect(kill.code).toBe(8);
     expect(kill.json.error.kind).toBe('non_applicable');
-    const recall = await runCal(['--state-dir', state, 'continue', h, 'What was the codeword?'], { env: apiEnv });
+    const recall = await suite.cal(['continue', h, 'What was the codeword?'], apiEnv);
     expect(recall.stdout.trim()).toBe('The codeword was LIMA.');
     const last = server.turnRequests().at(-1)!;
     expect(last.dialect).toBe('anthropic');
@@ -170,7 +181,7 @@ describe('the continuation contract', () => {
   });
 
   it('cli_missing (13): no such executable, and a pinned executable that is gone', async () => {
-    const work = await makeWorkDir(root, 'missing');
+    const work = await suite.workDir('missing');
     const none = await cal(['start', '--provider', 'claude-code', '--cwd', work, '--cli-path', path.join(root, 'no-such-claude'), '--json', 'hi']);
     expect(none.code).toBe(13);
     expect(none.json.error.kind).toBe('cli_missing');
@@ -242,7 +253,7 @@ describe('the continuation contract', () => {
 
   it('a continuation holder killed with SIGKILL: the next caller gets the lock at once', async () => {
     const h = await startSession('Remember the codeword BERN.');
-    const child = spawn(process.execPath, [calBin, '--state-dir', state, 'continue', h, 'Slow one [[cal:delay=2500]]'], { env, stdio: 'ignore' });
+    const { child } = suite.spawnCal(['continue', h, 'Slow one [[cal:delay=2500]]']);
     await waitForTurnStatus(h, 'running');
     child.kill('SIGKILL');
     await new Promise((r) => child.on('exit', r));

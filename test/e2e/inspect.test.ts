@@ -3,9 +3,8 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startModelServer, type ModelServer } from '../../src/model/server.js';
-import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir } from '../support/cal.js';
-import { claudeTestEnv, makeWorkDir } from '../support/claude-home.js';
+import { handleFromStderr } from '../support/cal.js';
+import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 import { calBin } from '../support/clis.js';
 
 /**
@@ -41,7 +40,7 @@ export async function resolve(specifier, context, next) {
 const INK_OR_REACT = /(^|\s)(ink|react|react-reconciler|ink-[a-z-]+)(\/\S*)?(\s|$)|node_modules\/(ink|react|react-reconciler)\//m;
 
 describe('cal inspect in a real terminal, and cal continue without Ink', () => {
-  let server: ModelServer;
+  let suite: CliSuite;
   let root: string;
   let state: string;
   let work: string;
@@ -50,7 +49,7 @@ describe('cal inspect in a real terminal, and cal continue without Ink', () => {
   let viewerSocket = '';
   let register = '';
 
-  const cal = (args: string[]) => runCal(['--state-dir', state, ...args], { env });
+  const cal = (args: string[]) => suite.cal(args);
   const viewer = (args: string[]) => execa('tmux', ['-S', viewerSocket, '-f', '/dev/null', ...args], { env, extendEnv: false, reject: false });
   /** What the pane shows; with history, also what scrolled off its top. */
   const capture = async (target: string, opts: { escapes?: boolean; history?: boolean } = {}) =>
@@ -90,12 +89,9 @@ describe('cal inspect in a real terminal, and cal continue without Ink', () => {
   ];
 
   beforeAll(async () => {
-    server = await startModelServer({});
-    root = await scratchDir('inspect-e2e');
-    state = path.join(root, 'state');
-    work = await makeWorkDir(root);
-    env = await claudeTestEnv(root, server.url, baseEnv({}));
-    const settings = path.join(env.HOME!, '.claude', 'settings.json');
+    suite = await cliSuite('claude-code', { prefix: 'inspect-e2e' });
+    ({ root, state, work, env } = suite);
+    const settings = path.join(suite.configDir, 'settings.json');
     await fs.mkdir(path.dirname(settings), { recursive: true });
     await fs.writeFile(settings, JSON.stringify({ permissions: { allow: ['Bash'] }, skipDangerousModePermissionPrompt: true }), { mode: 0o600 });
     viewerSocket = path.join(root, 'viewer.sock');
@@ -106,9 +102,7 @@ describe('cal inspect in a real terminal, and cal continue without Ink', () => {
 
   afterAll(async () => {
     await viewer(['kill-server']);
-    await killStateTmux(state);
-    await server.close();
-    await fs.rm(root, { recursive: true, force: true });
+    await suite?.close();
   });
 
   it('builds a handle with one archived and one current pane', async () => {

@@ -3,9 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startModelServer, type ModelServer } from '../../src/model/server.js';
 import { AgentSessions } from '../../src/sessions/agent-sessions.js';
 import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir, type CalRun } from '../support/cal.js';
-import { makeWorkDir } from '../support/claude-home.js';
 import { cliBin } from '../support/clis.js';
-import { removeScratch } from '../support/scratch.js';
+import { makeWorkDir, removeScratch } from '../support/scratch.js';
 
 /**
  * The message reaches *this* session, once (issue 20, items 1 and 2), with the real Claude Code,

@@ -1,28 +1,24 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startModelServer, type ModelServer } from '../../src/model/server.js';
-import { baseEnv, killStateTmux, runCal, scratchDir, type CalRun } from '../support/cal.js';
-import { claudeTestEnv, makeWorkDir } from '../support/claude-home.js';
-import { calBin } from '../support/clis.js';
+import type { ModelServer } from '../../src/model/server.js';
+import type { CalRun } from '../support/cal.js';
+import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 
 /**
  * Issue 6 acceptance (plans): post-step phases on one logical session survive a lost pane, a
  * lock held elsewhere and a killed cal; notify runs exactly once, after everything before it.
  */
 describe('cal run: durable post-step phases', () => {
+  let suite: CliSuite;
   let server: ModelServer;
   let root: string;
+  /** Each test has its own state dir, so its own tmux server. */
   let state: string;
-  let env: Record<string, string>;
 
-  const cal = (args: string[]): Promise<CalRun> => runCal(['--state-dir', state, ...args], { env });
+  const cal = (args: string[]): Promise<CalRun> => suite.cal(args, { state });
   const seen = (text: string) => server.turnRequests().filter((r) => r.lastUserMessage?.includes(text)).length;
-
-  function spawnCal(args: string[]): ChildProcess {
-    return spawn(process.execPath, [calBin, '--state-dir', state, ...args], { env, stdio: 'ignore' });
-  }
+  const spawnCal = (args: string[]) => suite.spawnCal(args, { state }).child;
 
   async function until(check: () => Promise<boolean>, what: string): Promise<void> {
     for (let i = 0; i < 600; i++) {
@@ -58,20 +54,17 @@ describe('cal run: durable post-step phases', () => {
   }
 
   beforeAll(async () => {
-    server = await startModelServer({});
-    root = await scratchDir('plans');
-    env = await claudeTestEnv(root, server.url, baseEnv({}));
+    suite = await cliSuite('claude-code', { prefix: 'plans' });
+    ({ server, root } = suite);
   });
 
   afterAll(async () => {
-    // Each test has its own state dir, so its own tmux server: end every one.
-    for (const dir of ['state-a', 'state-b']) await killStateTmux(path.join(root, dir));
-    await server.close();
+    await suite?.close();
   });
 
   it('a learning phase waits on a lock held elsewhere, the pane is killed meanwhile, and the plan completes through native resume', async () => {
-    state = path.join(root, 'state-a');
-    const work = await makeWorkDir(root, 'plan-a');
+    state = suite.stateDir('state-a');
+    const work = await suite.workDir('plan-a');
     const notify = path.join(root, 'notify-a.log');
     const release = path.join(root, 'release-a');
     const plan = await writePlan('KESTREL', work, notify, 'Review KESTREL: what was the codeword?');
@@ -103,8 +96,8 @@ describe('cal run: durable post-step phases', () => {
   });
 
   it('a plan whose cal is killed mid-phase resumes from that phase after cal recover', async () => {
-    state = path.join(root, 'state-b');
-    const work = await makeWorkDir(root, 'plan-b');
+    state = suite.stateDir('state-b');
+    const work = await suite.workDir('plan-b');
     const notify = path.join(root, 'notify-b.log');
     const plan = await writePlan('HERON', work, notify, 'Review HERON slowly [[cal:delay=2500]]: what was the codeword?');
     const child = spawnCal(['run', plan]);

@@ -5,8 +5,8 @@ import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tmuxSocketFor } from '../../src/engine/tmux-socket.js';
 import { handleFromStderr, type CalRun } from '../support/cal.js';
-import { claudeSuite, type ClaudeSuite } from '../support/claude-suite.js';
-import { makeWorkDir } from '../support/claude-home.js';
+import { cliSuite, type CliSuite } from '../support/cli-suite.js';
+import { makeWorkDir } from '../support/scratch.js';
 import { calBin } from '../support/clis.js';
 
 /**
@@ -15,7 +15,7 @@ import { calBin } from '../support/clis.js';
  * newer turn, a record whose clock lies in the future, a start killed right after its launch).
  */
 describe('recover never sends an answered message twice', () => {
-  let s: ClaudeSuite;
+  let s: CliSuite;
   const timesSeen = (text: string) => s.server.turnRequests().filter((r) => r.lastUserMessage?.includes(text)).length;
   const cal = (args: string[]): Promise<CalRun> => s.cal(args);
 
@@ -48,9 +48,9 @@ describe('recover never sends an answered message twice', () => {
   }
 
   beforeAll(async () => {
-    s = await claudeSuite('recover-hardening');
+    s = await cliSuite('claude-code', { prefix: 'recover-hardening' });
   });
-  afterAll(async () => s.close({ removeScratch: true }));
+  afterAll(async () => s.close());
 
   it('a timed-out turn the CLI answered later, then a newer turn, then kill-tmux and recover: delivered once', async () => {
     const h = await startSession('QUARTZ');

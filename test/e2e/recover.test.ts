@@ -1,10 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startModelServer, type ModelServer } from '../../src/model/server.js';
-import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir, type CalRun } from '../support/cal.js';
-import { claudeTestEnv, makeWorkDir } from '../support/claude-home.js';
+import type { ModelServer } from '../../src/model/server.js';
+import { handleFromStderr, type CalRun } from '../support/cal.js';
+import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 import { calBin } from '../support/clis.js';
 
 /**
@@ -12,20 +12,15 @@ import { calBin } from '../support/clis.js';
  * `cal recover` settles the turn from the transcript first; the model sees each message once.
  */
 describe('durable turns and cal recover', () => {
+  let suite: CliSuite;
   let server: ModelServer;
   let root: string;
   let state: string;
   let env: Record<string, string>;
 
-  const cal = (args: string[], extraEnv: Record<string, string> = {}): Promise<CalRun> => runCal(['--state-dir', state, ...args], { env: { ...env, ...extraEnv } });
+  const cal = (args: string[]): Promise<CalRun> => suite.cal(args);
   const timesSeen = (message: string) => server.turnRequests().filter((r) => r.lastUserMessage?.includes(message)).length;
-
-  function spawnCal(args: string[], extraEnv: Record<string, string> = {}): { child: ChildProcess; stderr: () => string } {
-    let stderr = '';
-    const child = spawn(process.execPath, [calBin, '--state-dir', state, ...args], { env: { ...env, ...extraEnv }, stdio: ['ignore', 'ignore', 'pipe'] });
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-    return { child, stderr: () => stderr };
-  }
+  const spawnCal = (args: string[], extraEnv: Record<string, string> = {}) => suite.spawnCal(args, { env: extraEnv });
 
   async function kill9(child: ChildProcess): Promise<void> {
     child.kill('SIGKILL');
@@ -53,22 +48,19 @@ describe('durable turns and cal recover', () => {
   }
 
   async function startSession(codeword: string): Promise<string> {
-    const work = await makeWorkDir(root, `w-${codeword}`);
+    const work = await suite.workDir(`w-${codeword}`);
     const run = await cal(['start', '--provider', 'claude-code', '--cwd', work, `Remember the codeword ${codeword}.`]);
     expect(run.code, run.stderr).toBe(0);
     return handleFromStderr(run.stderr)!;
   }
 
   beforeAll(async () => {
-    server = await startModelServer({});
-    root = await scratchDir('recover');
-    state = path.join(root, 'state');
-    env = await claudeTestEnv(root, server.url, baseEnv({}));
+    suite = await cliSuite('claude-code', { prefix: 'recover' });
+    ({ server, root, state, env } = suite);
   });
 
   afterAll(async () => {
-    await killStateTmux(state);
-    await server.close();
+    await suite?.close();
   });
 
   it('killed before the paste: recover delivers the message once', async () => {
@@ -159,7 +151,7 @@ describe('durable turns and cal recover', () => {
   });
 
   it('a start killed before its launch is delivered by recover as a fresh session', async () => {
-    const work = await makeWorkDir(root, 'w-echo');
+    const work = await suite.workDir('w-echo');
     const run = spawnCal(['start', '--provider', 'claude-code', '--cwd', work, 'Remember the codeword ECHO.'], { CAL_FAULT: 'before-send' });
     await until(() => run.stderr().includes('paused at fault point'), 'the fault point');
     await kill9(run.child);

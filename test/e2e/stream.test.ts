@@ -1,12 +1,9 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startModelServer, type ModelServer } from '../../src/model/server.js';
-import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir } from '../support/cal.js';
-import { claudeTestEnv, makeWorkDir } from '../support/claude-home.js';
-import { calBin } from '../support/clis.js';
+import { handleFromStderr } from '../support/cal.js';
+import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 
 /**
  * Issue 9: `--stream` on the real Claude Code binary in real tmux against the scripted model.
@@ -28,13 +25,13 @@ interface TimedRun {
 }
 
 /** Runs the built cal, noting when each output line arrived. */
-function runTimed(args: string[], env: Record<string, string>): Promise<TimedRun> {
+function runTimed(suite: CliSuite, args: string[]): Promise<TimedRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn('node', [calBin, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const { child } = suite.spawnCal(args);
     const stdout: Line[] = [];
     const stderr: Line[] = [];
-    createInterface({ input: child.stdout }).on('line', (text) => stdout.push({ at: Date.now(), text }));
-    createInterface({ input: child.stderr }).on('line', (text) => stderr.push({ at: Date.now(), text }));
+    createInterface({ input: child.stdout! }).on('line', (text) => stdout.push({ at: Date.now(), text }));
+    createInterface({ input: child.stderr! }).on('line', (text) => stderr.push({ at: Date.now(), text }));
     const timer = setTimeout(() => child.kill('SIGTERM'), 150_000);
     child.on('error', reject);
     child.on('close', (code) => {
@@ -45,34 +42,26 @@ function runTimed(args: string[], env: Record<string, string>): Promise<TimedRun
 }
 
 describe('--stream with Claude Code, end to end', () => {
-  let server: ModelServer;
-  let root: string;
-  let state: string;
-  let env: Record<string, string>;
+  let suite: CliSuite;
   let work: string;
   let handle = '';
 
   beforeAll(async () => {
-    server = await startModelServer({});
-    root = await scratchDir('stream-e2e');
-    state = path.join(root, 'state');
-    work = await makeWorkDir(root);
-    env = await claudeTestEnv(root, server.url, baseEnv({}));
+    suite = await cliSuite('claude-code', { prefix: 'stream-e2e' });
+    ({ work } = suite);
     // The scripted model's shell directive makes Claude call Bash: allow it without a prompt
     // (in this throwaway HOME only).
-    const settings = path.join(env.HOME!, '.claude', 'settings.json');
+    const settings = path.join(suite.configDir, 'settings.json');
     await fs.mkdir(path.dirname(settings), { recursive: true });
     await fs.writeFile(settings, JSON.stringify({ permissions: { allow: ['Bash'] }, skipDangerousModePermissionPrompt: true }), { mode: 0o600 });
   });
 
   afterAll(async () => {
-    await killStateTmux(state);
-    await server.close();
-    await fs.rm(root, { recursive: true, force: true });
+    await suite?.close();
   });
 
   it('start --stream --json streams the first turn (tool call, its result, the text), then the final object', async () => {
-    const run = await runTimed(['--state-dir', state, 'start', '--provider', 'claude-code', '--cwd', work, '--stream', '--json', 'Earlier turn [[cal:shell=echo EARLIER-OUT]]'], env);
+    const run = await runTimed(suite, ['start', '--provider', 'claude-code', '--cwd', work, '--stream', '--json', 'Earlier turn [[cal:shell=echo EARLIER-OUT]]']);
     expect(run.code).toBe(0);
     const lines = run.stdout.map((l) => JSON.parse(l.text));
     const final = lines.at(-1);
@@ -86,7 +75,7 @@ describe('--stream with Claude Code, end to end', () => {
   });
 
   it('continue --stream --json: the slow tool call is streamed seconds before the turn ends, nothing from the earlier turn', async () => {
-    const run = await runTimed(['--state-dir', state, 'continue', handle, '--stream', '--json', 'Now the slow one [[cal:shell=sleep 3; echo LATER-OUT]]'], env);
+    const run = await runTimed(suite, ['continue', handle, '--stream', '--json', 'Now the slow one [[cal:shell=sleep 3; echo LATER-OUT]]']);
     expect(run.code).toBe(0);
     const events = run.stdout.map((l) => ({ at: l.at, value: JSON.parse(l.text) }));
     const final = events.at(-1)!;
@@ -104,8 +93,8 @@ describe('--stream with Claude Code, end to end', () => {
   });
 
   it('after kill-tmux, continue --stream (plain) resumes natively and streams only the new turn', async () => {
-    expect((await runCal(['--state-dir', state, 'kill-tmux', handle], { env })).code).toBe(0);
-    const run = await runTimed(['--state-dir', state, 'continue', handle, '--stream', 'Resumed one [[cal:shell=sleep 3; echo RESUMED-OUT]]'], env);
+    expect((await suite.cal(['kill-tmux', handle])).code).toBe(0);
+    const run = await runTimed(suite, ['continue', handle, '--stream', 'Resumed one [[cal:shell=sleep 3; echo RESUMED-OUT]]']);
     expect(run.code).toBe(0);
     // stdout holds exactly this turn's text, printed once (not again as the final answer).
     expect(run.stdout.map((l) => l.text)).toEqual(['Tool finished: RESUMED-OUT']);
@@ -115,18 +104,18 @@ describe('--stream with Claude Code, end to end', () => {
     expect(run.endedAt - run.stderr[0]!.at).toBeGreaterThanOrEqual(2000);
     expect([...err, ...run.stdout.map((l) => l.text)].join('\n')).not.toMatch(/EARLIER|LATER/);
     expect(handleFromStderr(err.join('\n'))).toBe(handle);
-    const view = (await runCal(['--state-dir', state, 'inspect', handle, '--json'], { env })).json;
+    const view = await suite.inspect(handle);
     expect(view.panes).toHaveLength(2);
     expect(view.turns.map((t: { status: string }) => t.status)).toEqual(['completed', 'completed', 'completed']);
   });
 
   it('without --stream nothing is streamed: one JSON object, and no spinner output when stderr is not a terminal', async () => {
-    const run = await runCal(['--state-dir', state, 'continue', handle, '--json', 'Quiet [[cal:shell=echo QUIET-OUT]]'], { env });
+    const run = await suite.cal(['continue', handle, '--json', 'Quiet [[cal:shell=echo QUIET-OUT]]']);
     expect(run.code).toBe(0);
     expect(run.stdout.trim().split('\n')).toHaveLength(1);
     expect(run.json.turn.answer).toBe('Tool finished: QUIET-OUT');
     expect(run.stderr).toBe('');
-    const plain = await runCal(['--state-dir', state, 'continue', handle, 'Quiet again [[cal:shell=echo QUIET-TWO]]'], { env });
+    const plain = await suite.cal(['continue', handle, 'Quiet again [[cal:shell=echo QUIET-TWO]]']);
     // (execa drops the final newline)
     expect(plain.stdout).toBe('Tool finished: QUIET-TWO');
     expect(plain.stderr).toBe(`handle: ${handle}`);
@@ -135,12 +124,12 @@ describe('--stream with Claude Code, end to end', () => {
     // Each run of the command prints a different number, so the two turns are told apart even
     // though their messages are identical (an observer reading from offset 0 would match the first).
     const message = 'Same words twice [[cal:shell=sleep 3; date +%s%N]]';
-    const first = await runCal(['--state-dir', state, 'continue', handle, '--json', '--timeout', '60', message], { env });
+    const first = await suite.cal(['continue', handle, '--json', '--timeout', '60', message]);
     expect(first.code).toBe(0);
     const firstNumber = /\d{12,}/.exec(first.json.turn.answer)?.[0];
     expect(firstNumber).toBeDefined();
-    expect((await runCal(['--state-dir', state, 'kill-tmux', handle], { env })).code).toBe(0);
-    const run = await runTimed(['--state-dir', state, 'continue', handle, '--stream', '--json', '--timeout', '60', message], env);
+    expect((await suite.cal(['kill-tmux', handle])).code).toBe(0);
+    const run = await runTimed(suite, ['continue', handle, '--stream', '--json', '--timeout', '60', message]);
     expect(run.code).toBe(0);
     const events = run.stdout.map((l) => ({ at: l.at, value: JSON.parse(l.text) }));
     const final = events.at(-1)!;

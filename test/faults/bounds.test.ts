@@ -2,12 +2,10 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startModelServer, type ModelServer } from '../../src/model/server.js';
-import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir } from '../support/cal.js';
-import { claudeTestEnv, makeWorkDir } from '../support/claude-home.js';
+import { handleFromStderr, scratchDir } from '../support/cal.js';
+import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 import { repoRoot } from '../support/clis.js';
 import { recordFault } from '../support/fault-matrix.js';
-import { removeScratch } from '../support/scratch.js';
 
 /**
  * Issue 7 bounds: a 1 GB transcript is tailed from its stored offset without being loaded, and
@@ -79,29 +77,19 @@ describe('bounds', () => {
 });
 
 describe('--timeout on a hung CLI (real Claude Code)', () => {
-  let server: ModelServer;
-  let root: string;
-  let state: string;
-  let work: string;
-  let env: Record<string, string>;
+  let suite: CliSuite;
   let handle = '';
-  const cal = (args: string[]) => runCal(['--state-dir', state, ...args], { env });
+  const cal = (args: string[]) => suite.cal(args);
 
   beforeAll(async () => {
-    server = await startModelServer({});
-    root = await scratchDir('fault-timeout');
-    state = path.join(root, 'state');
-    work = await makeWorkDir(root);
-    env = await claudeTestEnv(root, server.url, baseEnv({}));
-    const run = await cal(['start', '--provider', 'claude-code', '--cwd', work, 'Remember the codeword MAPLE.']);
+    suite = await cliSuite('claude-code', { prefix: 'fault-timeout' });
+    const run = await cal(['start', '--provider', 'claude-code', '--cwd', suite.work, 'Remember the codeword MAPLE.']);
     expect(run.code).toBe(0);
     handle = handleFromStderr(run.stderr) ?? '';
   });
 
   afterAll(async () => {
-    await killStateTmux(state);
-    await server.close();
-    await removeScratch(root);
+    await suite?.close();
   });
 
   it('ends with the timeout error (exit 14) and a consistent turn record; the session goes on', async () => {

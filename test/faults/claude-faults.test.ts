@@ -4,13 +4,10 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentSessionHandle } from '../../src/handles/schema.js';
-import { tmuxSocketFor } from '../../src/engine/tmux-socket.js';
-import { startModelServer, type ModelServer } from '../../src/model/server.js';
-import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir, type CalRun } from '../support/cal.js';
-import { claudeTestEnv, makeWorkDir } from '../support/claude-home.js';
-import { calBin } from '../support/clis.js';
+import type { ModelServer } from '../../src/model/server.js';
+import { handleFromStderr, killStateTmux } from '../support/cal.js';
+import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 import { recordFault } from '../support/fault-matrix.js';
-import { removeScratch } from '../support/scratch.js';
 
 /**
  * Issue 7 faults with the real Claude Code binary in real tmux. Each fault ends in a typed error
@@ -20,52 +17,38 @@ import { removeScratch } from '../support/scratch.js';
 const FILE = 'test/faults/claude-faults.test.ts';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function parseJson(stdout: string): any {
-  try {
-    return JSON.parse(stdout);
-  } catch {
-    return null;
-  }
-}
-
 describe('faults with the real Claude Code', () => {
+  let suite: CliSuite;
   let server: ModelServer;
   let root: string;
-  let env: Record<string, string>;
-  const states: string[] = [];
 
   beforeAll(async () => {
-    server = await startModelServer({});
-    root = await scratchDir('faults');
-    env = await claudeTestEnv(root, server.url, baseEnv({}));
+    suite = await cliSuite('claude-code', { prefix: 'faults' });
+    ({ server, root } = suite);
   });
 
   afterAll(async () => {
-    for (const s of states) await killStateTmux(s).catch(() => undefined);
-    await server.close();
-    await removeScratch(root);
+    await suite?.close();
   });
 
   /** A fresh state dir and session that remembers a codeword. */
   async function session(name: string, codeword: string) {
-    const state = path.join(root, name, 'state');
-    states.push(state);
-    const work = await makeWorkDir(path.join(root, name));
-    const cal = (args: string[], input?: string) => runCal(['--state-dir', state, ...args], { env, input });
+    const state = suite.stateDir(path.join(name, 'state'));
+    const work = await suite.workDir(path.join(name, 'work'));
+    const cal = (args: string[], input?: string) => suite.cal(args, { input, state });
     const start = await cal(['start', '--provider', 'claude-code', '--cwd', work, `Remember the codeword ${codeword}.`]);
     expect(start.code).toBe(0);
     const handle = handleFromStderr(start.stderr) ?? '';
-    const inspect = async () => (await cal(['inspect', handle, '--json'])).json;
+    const inspect = () => suite.inspect(handle, { state });
     /** Starts `cal continue` in the background; resolves once its turn is running. */
     const slowContinue = async (message: string) => {
-      const child = execa('node', [calBin, '--state-dir', state, 'continue', handle, '--json', message], { env, extendEnv: false, reject: false, stdin: 'ignore', timeout: 120_000 });
-      const done: Promise<CalRun> = child.then((r) => ({ code: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr), json: parseJson(String(r.stdout)) }));
+      const run = suite.spawnCal(['continue', handle, '--json', message], { state });
       for (let i = 0; i < 100; i++) {
         const turns = await readTurns(state, handle);
         if (turns.at(-1)?.status === 'running' && turns.length > 1) break;
         await sleep(100);
       }
-      return { child, done };
+      return run;
     };
     return { state, work, cal, handle, inspect, slowContinue };
   }
@@ -119,7 +102,7 @@ describe('faults with the real Claude Code', () => {
     const s = await session('cli-killed', 'CEDAR');
     const { done } = await s.slowContinue('Slow turn [[cal:delay=8000]]');
     const view = await s.inspect();
-    const socket = await tmuxSocketFor(path.join(s.state, 'tmux'));
+    const socket = await suite.tmuxSocket(s.state);
     const pid = (await execa('tmux', ['-S', socket, 'display-message', '-p', '-t', view.provider.tmux.paneId, '#{pane_pid}'])).stdout.trim();
     process.kill(Number(pid), 'SIGKILL');
     const run = await done;
@@ -142,9 +125,9 @@ describe('faults with the real Claude Code', () => {
 
   it('cal itself killed mid-turn: cal recover settles the turn from the transcript', async () => {
     const s = await session('cal-killed', 'DAHLIA');
-    const { child } = await s.slowContinue('Slow turn [[cal:delay=3000]]');
+    const { child, done } = await s.slowContinue('Slow turn [[cal:delay=3000]]');
     child.kill('SIGKILL');
-    await child.catch(() => undefined);
+    await done;
     expect(await handleIsValid(s.state, s.handle)).toBe(true);
     expect((await readTurns(s.state, s.handle)).at(-1).status).toBe('running');
     await sleep(3500);
@@ -233,8 +216,8 @@ describe('faults with the real Claude Code', () => {
     execSync(`mount -t tmpfs -o size=2m,mode=0700 tmpfs ${mnt}`);
     const state = path.join(mnt, 'state');
     try {
-      const work = await makeWorkDir(base);
-      const cal = (args: string[]) => runCal(['--state-dir', state, ...args], { env });
+      const work = await suite.workDir(path.join('diskfull', 'work'));
+      const cal = (args: string[]) => suite.cal(args, { state });
       const start = await cal(['start', '--provider', 'claude-code', '--cwd', work, 'Remember the codeword GINKGO.']);
       expect(start.code).toBe(0);
       const handle = handleFromStderr(start.stderr) ?? '';
@@ -252,12 +235,12 @@ describe('faults with the real Claude Code', () => {
       expect(await fs.readFile(handleFile, 'utf8')).toBe(before);
 
       // Full during the turn: the end-of-turn writes fail; the old handle stays whole.
-      const child = execa('node', [calBin, '--state-dir', state, 'continue', handle, '--json', 'Slow turn [[cal:delay=3000]]'], { env, extendEnv: false, reject: false, stdin: 'ignore' });
+      const slow = suite.spawnCal(['continue', handle, '--json', 'Slow turn [[cal:delay=3000]]'], { state });
       for (let i = 0; i < 100 && (await readTurns(state, handle)).at(-1)?.status !== 'running'; i++) await sleep(100);
       free = await fillDisk(mnt);
-      const mid = await child;
-      const midJson = parseJson(String(mid.stdout));
-      expect(mid.exitCode).toBe(2);
+      const mid = await slow.done;
+      const midJson = mid.json;
+      expect(mid.code).toBe(2);
       expect(midJson.error.message).toMatch(/no space left on the device/);
       expect(await handleIsValid(state, handle)).toBe(true);
       await free();
@@ -271,7 +254,7 @@ describe('faults with the real Claude Code', () => {
         area: 'fault',
         fault: 'disk full while writing the handle and turn records',
         how: 'state dir on a 2 MB tmpfs filled to the last block before a turn, and during one',
-        outcome: `before: exit ${full.code} (${full.json?.error?.kind}), nothing sent; during: exit ${mid.exitCode} (${midJson?.error?.kind ?? midJson?.turn?.status}); after freeing space recover settles the turn (${rec.json?.turns?.[0]?.status}) and the session continues`,
+        outcome: `before: exit ${full.code} (${full.json?.error?.kind}), nothing sent; during: exit ${mid.code} (${midJson?.error?.kind ?? midJson?.turn?.status}); after freeing space recover settles the turn (${rec.json?.turns?.[0]?.status}) and the session continues`,
         state: 'handle file never torn (atomic rename); schema-valid throughout',
         test: FILE,
       });
@@ -284,7 +267,7 @@ describe('faults with the real Claude Code', () => {
 
   it('state directory removed while cal waits on a turn: a typed error, no hang', async () => {
     const s = await session('state-removed', 'HAZEL');
-    const socket = await tmuxSocketFor(path.join(s.state, 'tmux'));
+    const socket = await suite.tmuxSocket(s.state);
     const serverPid = Number((await execa('tmux', ['-S', socket, 'display-message', '-p', '#{pid}'])).stdout.trim());
     const { done } = await s.slowContinue('Slow turn [[cal:delay=3000]]');
     await fs.rm(s.state, { recursive: true, force: true });

@@ -1,6 +1,7 @@
 /**
  * `cal model serve` as a black box: the command module is compiled on its own (with the model
- * server it imports), mounted on a commander program, and run as a real child process.
+ * server it imports), mounted on a commander program from its spec the way src/cli.ts mounts it,
+ * and run as a real child process.
  */
 import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -24,6 +25,7 @@ beforeAll(async () => {
   await run(process.execPath, [
     tsc,
     path.join(repoRoot, 'src', 'commands', 'model-serve.ts'),
+    path.join(repoRoot, 'src', 'commands', 'register.ts'),
     '--outDir',
     outDir,
     '--rootDir',
@@ -41,9 +43,10 @@ beforeAll(async () => {
     runner,
     [
       "import { Command } from 'commander';",
-      "import { registerModelCommand } from './commands/model-serve.js';",
+      "import { command } from './commands/model-serve.js';",
+      "import { register } from './commands/register.js';",
       "const program = new Command('cal');",
-      'registerModelCommand(program);',
+      'register(program, command, (code) => { process.exitCode = code; });',
       'await program.parseAsync(process.argv);',
       '',
     ].join('\n'),

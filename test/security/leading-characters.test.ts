@@ -4,9 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startModelServer, type ModelServer } from '../../src/model/server.js';
 import { AgentSessions } from '../../src/sessions/agent-sessions.js';
 import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir, type CalRun } from '../support/cal.js';
-import { makeWorkDir } from '../support/claude-home.js';
 import { cliBin } from '../support/clis.js';
-import { removeScratch } from '../support/scratch.js';
+import { recordFault } from '../support/fault-matrix.js';
+import { makeWorkDir, removeScratch } from '../support/scratch.js';
 
 /**
  * Issue 13, items 1, 2 and 7, with the real Pi and Claude Code in tmux: what the CLI passes over
@@ -80,6 +80,15 @@ describe('leading and invisible characters reach the real CLIs as text, or are r
     const view = (await cal('pi', ['inspect', handle, '--json'])).json;
     expect(view.currentPaneAlive).toBe(true);
     expect(view.panes).toHaveLength(1);
+    recordFault({
+      id: 'input.pi-leading-blank-command',
+      area: 'input',
+      fault: 'a `!cmd` or `/quit` behind a leading blank (space, tab, LF, CR, U+00A0, U+3000, U+FEFF, an escape then a space) into Pi',
+      how: '`cal continue <pi handle> " !touch X"` (and each other blank) into the live pane (real Pi 0.73.1)',
+      outcome: 'exit 0 each; the text reached the model; no file created; /quit did not end the session; the codeword is recalled after',
+      state: 'same pane; handle valid',
+      test: 'test/security/leading-characters.test.ts',
+    });
   });
 
   it('Claude Code: a "/" behind what Claude strips first is refused with usage (2) before any turn, and the session lives on', async () => {
@@ -97,6 +106,15 @@ describe('leading and invisible characters reach the real CLIs as text, or are r
     const after = await cal('claude-code', ['continue', handle, 'What was the codeword?']);
     expect(after.code, after.stderr).toBe(0);
     expect(after.stdout.trim()).toBe('The codeword was TANGO.');
+    recordFault({
+      id: 'input.claude-slash-behind-stripped',
+      area: 'input',
+      fault: 'a `/exit` behind what Claude Code strips first (ESC[0m, 8-bit CSI, OSC, ESC 7, U+00AD, U+034F, U+180E, U+2060)',
+      how: '`cal continue <h>` and `cal start` with each prefix (real Claude Code 2.1.328)',
+      outcome: 'exit 2 (usage) before any turn is recorded; the session is not ended and recalls after',
+      state: 'same pane; no turn record added',
+      test: 'test/security/leading-characters.test.ts',
+    });
   });
 
   it('Claude Code: a message with the invisible characters Claude drops when it stores a prompt still ends its own turn', async () => {

@@ -1,4 +1,3 @@
-import { readFileSync, readdirSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import fc from 'fast-check';
@@ -12,8 +11,8 @@ import { AgentSessionHandle, HANDLE_SCHEMA_VERSION } from '../../src/handles/sch
 import { StateStore } from '../../src/state/store.js';
 import { readJsonlFrom } from '../../src/transcripts/jsonl-tail.js';
 import { scratchDir } from '../support/cal.js';
-import { repoRoot } from '../support/clis.js';
 import { recordFault } from '../support/fault-matrix.js';
+import { fixtureLines, fixtureNames, fixtureRecords, type RecordedCli } from '../support/fixtures.js';
 
 /**
  * Issue 7: every transcript parser and the handle schema survive truncated lines, a 10 MB line,
@@ -21,14 +20,9 @@ import { recordFault } from '../support/fault-matrix.js';
  * transcripts recorded from the real CLIs in fixtures/). Unknown kinds are skipped and counted.
  */
 const FILE = 'test/security/parsers.test.ts';
-const fixturesDir = path.join(repoRoot, 'fixtures');
-const fixtureNames = (re: RegExp) => readdirSync(fixturesDir).filter((f) => re.test(f)).sort();
-const lines = (name: string) => readFileSync(path.join(fixturesDir, name), 'utf8').split('\n').filter(Boolean);
-const records = (name: string) => lines(name).map((l) => JSON.parse(l) as unknown);
-
-const claudeFixtures = fixtureNames(/^claude-code-2\.1\.328-.*\.jsonl$/);
-const codexRollouts = fixtureNames(/^codex-0\.169\.0-.*\.rollout\.jsonl$/);
-const codexExecStreams = fixtureNames(/^codex-0\.169\.0-.*\.events\.jsonl$/);
+const claudeFixtures = fixtureNames('claude-code');
+const codexRollouts = fixtureNames('codex', '.rollout');
+const codexExecStreams = fixtureNames('codex', '.events');
 
 /** Messages a person sent in a recording (so an observer actually follows a turn). */
 function claudePrompts(recs: unknown[]): string[] {
@@ -96,15 +90,15 @@ function assertObservation(o: TurnObserver): void {
 }
 
 const observers = [
-  { name: 'Claude Code', fixtures: claudeFixtures, make: (m: string) => new ClaudeTurnObserver(m), prompts: claudePrompts },
-  { name: 'Codex', fixtures: codexRollouts, make: (m: string) => new CodexTurnObserver(m), prompts: codexPrompts },
+  { name: 'Claude Code', cli: 'claude-code' as RecordedCli, fixtures: claudeFixtures, make: (m: string) => new ClaudeTurnObserver(m), prompts: claudePrompts },
+  { name: 'Codex', cli: 'codex' as RecordedCli, fixtures: codexRollouts, make: (m: string) => new CodexTurnObserver(m), prompts: codexPrompts },
 ];
 
-describe.each(observers)('$name transcript observer over the recorded fixtures', ({ name, fixtures, make, prompts }) => {
+describe.each(observers)('$name transcript observer over the recorded fixtures', ({ name, cli, fixtures, make, prompts }) => {
   it('has fixtures', () => expect(fixtures.length).toBeGreaterThan(3));
 
   it('never throws on records with wrong types, missing fields, unknown kinds or arbitrary values', () => {
-    const cases = fixtures.map((f) => ({ recs: records(f), prompts: prompts(records(f)) }));
+    const cases = fixtures.map((f) => ({ recs: fixtureRecords(cli, f), prompts: prompts(fixtureRecords(cli, f)) }));
     fc.assert(
       fc.property(
         fc.nat(),
@@ -124,7 +118,7 @@ describe.each(observers)('$name transcript observer over the recorded fixtures',
   });
 
   it('unknown record kinds are skipped (same outcome) and counted', () => {
-    const cases = fixtures.map((f) => ({ recs: records(f), prompts: prompts(records(f)) }));
+    const cases = fixtures.map((f) => ({ recs: fixtureRecords(cli, f), prompts: prompts(fixtureRecords(cli, f)) }));
     fc.assert(
       fc.property(
         fc.nat(),
@@ -173,7 +167,7 @@ describe.each(observers)('$name transcript observer over the recorded fixtures',
 
 describe('Codex exec --json stream parser', () => {
   it('never throws on mutated, truncated or garbage event lines', () => {
-    const streams = codexExecStreams.map((f) => lines(f));
+    const streams = codexExecStreams.map((f) => fixtureLines('codex', f));
     expect(streams.length).toBeGreaterThan(2);
     fc.assert(
       fc.property(fc.nat(), fc.array(fc.tuple(fc.nat(), mutation, fc.nat()), { maxLength: 8 }), fc.boolean(), (si, mutations, cut) => {
@@ -212,7 +206,7 @@ describe('JSONL tailing survives torn, invalid and huge lines', () => {
     await fs.rm(dir, { recursive: true, force: true });
   });
 
-  const allLines = claudeFixtures.flatMap((f) => lines(f)).concat(codexRollouts.flatMap((f) => lines(f)));
+  const allLines = claudeFixtures.flatMap((f) => fixtureLines('claude-code', f)).concat(codexRollouts.flatMap((f) => fixtureLines('codex', f)));
   type LineKind = 'keep' | 'truncate' | 'invalid-utf8' | 'binary' | 'blank';
   const lineCase = fc.tuple(fc.nat(), fc.constantFrom<LineKind>('keep', 'keep', 'keep', 'truncate', 'invalid-utf8', 'binary', 'blank'), fc.nat(), fc.uint8Array({ minLength: 1, maxLength: 40 }));
 

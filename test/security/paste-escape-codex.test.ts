@@ -1,17 +1,13 @@
-import { existsSync, realpathSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { paneText } from '../../src/engine/pane-text.js';
-import { tmuxSocketFor } from '../../src/engine/tmux-socket.js';
 import { TmuxServer } from '../../src/tmux/tmux.js';
-import { startModelServer, type ModelServer } from '../../src/model/server.js';
-import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir } from '../support/cal.js';
-import { cliBin } from '../support/clis.js';
-import { codexTestEnv } from '../support/codex-home.js';
+import { handleFromStderr } from '../support/cal.js';
+import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 import { recordFault } from '../support/fault-matrix.js';
-import { removeScratch } from '../support/scratch.js';
 
 /**
  * Issue 7 acceptance with the real Codex binary (0.169.0) in tmux: a message carrying the
@@ -36,33 +32,23 @@ async function rolloutFrom(file: string, offset: number): Promise<Rec[]> {
 const events = (recs: Rec[], type: string) => recs.filter((r) => r.type === 'event_msg' && r.payload?.type === type);
 
 describe('escape sequences in a message reach the real Codex as inert text', () => {
-  let server: ModelServer;
-  let root: string;
-  let state: string;
+  let suite: CliSuite;
   let work: string;
-  let env: Record<string, string>;
   let handle = '';
-  const cal = (args: string[], input?: string) => runCal(['--state-dir', state, ...args], { env, input });
-  const inspect = async () => (await cal(['inspect', handle, '--json'])).json;
+  const cal = (args: string[], input?: string) => suite.cal(args, { input });
+  const inspect = () => suite.inspect(handle);
 
   beforeAll(async () => {
-    server = await startModelServer({});
-    root = realpathSync(await scratchDir('sec-paste-codex'));
-    state = path.join(root, 'state');
-    work = path.join(root, 'repo');
-    await fs.mkdir(work);
+    suite = await cliSuite('codex', { prefix: 'sec-paste-codex' });
+    work = await suite.workDir('repo');
     await execa('git', ['init', '-q', work]);
-    const base = baseEnv({ PATH: `${path.dirname(cliBin('codex'))}:${process.env.PATH ?? '/usr/bin:/bin'}` });
-    env = (await codexTestEnv(root, server.url, base)).env;
     const start = await cal(['start', '--provider', 'codex', '--cwd', work, '--timeout', '60', 'Remember the codeword OTTER.']);
     expect(start.code).toBe(0);
     handle = handleFromStderr(start.stderr) ?? '';
   });
 
   afterAll(async () => {
-    await killStateTmux(state);
-    await server.close();
-    await removeScratch(root);
+    await suite?.close();
   });
 
   it('pasted into the live Codex pane: one user message, one turn, no shell command', async () => {
@@ -95,7 +81,7 @@ describe('escape sequences in a message reach the real Codex as inert text', () 
 
   it("control: the same bytes through cal's paste mechanics without the rewrite run the shell command", async () => {
     const view = await inspect();
-    const tmux = new TmuxServer(await tmuxSocketFor(path.join(state, 'tmux')));
+    const tmux = new TmuxServer(await suite.tmuxSocket());
     // Exactly what cal did before the rewrite: load-buffer, paste-buffer -p, Enter.
     await tmux.paste(view.provider.tmux.paneId, attack('CONTROL'));
     // As cal's engine does when the CLI has not taken a message, press Enter again now and then

@@ -4,10 +4,8 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { paneText } from '../../src/engine/pane-text.js';
-import { tmuxSocketFor } from '../../src/engine/tmux-socket.js';
-import type { ModelServer } from '../../src/model/server.js';
-import { claudeSuite, type ClaudeSuite } from '../support/claude-suite.js';
 import { handleFromStderr } from '../support/cal.js';
+import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 import { recordFault } from '../support/fault-matrix.js';
 
 /**
@@ -55,24 +53,20 @@ const humanPrompts = (recs: Rec[]) => recs.filter((r) => r.type === 'user' && r.
 const turnEnds = (recs: Rec[]) => recs.filter((r) => r.type === 'system' && r.subtype === 'turn_duration');
 
 describe('escape sequences in a message reach the real Claude Code as inert text', () => {
-  let suite: ClaudeSuite;
-  let server: ModelServer;
-  let root: string;
-  let state: string;
+  let suite: CliSuite;
   let work: string;
-  let env: Record<string, string>;
   let handle = '';
 
-  const cal = (args: string[], input?: string) => suite.cal(args, input);
-  const inspect = async () => (await cal(['inspect', handle, '--json'])).json;
+  const cal = (args: string[], input?: string) => suite.cal(args, { input });
+  const inspect = () => suite.inspect(handle);
 
   beforeAll(async () => {
-    suite = await claudeSuite('sec-paste');
-    ({ server, root, state, work, env } = suite);
+    suite = await cliSuite('claude-code', { prefix: 'sec-paste' });
+    ({ work } = suite);
   });
 
   afterAll(async () => {
-    await suite.close({ removeScratch: true });
+    await suite.close();
   });
 
   it('a first message with escapes goes through the launch argv as inert text', async () => {
@@ -139,7 +133,7 @@ describe('escape sequences in a message reach the real Claude Code as inert text
 
   it('control: the same bytes pasted raw through tmux (no cal) do run the command', async () => {
     const view = await inspect();
-    const socket = await tmuxSocketFor(path.join(state, 'tmux'));
+    const socket = await suite.tmuxSocket();
     await execa('tmux', ['-S', socket, 'load-buffer', '-b', 'raw', '-'], { input: attacks[1]!.message('CONTROL') });
     await execa('tmux', ['-S', socket, 'paste-buffer', '-p', '-d', '-b', 'raw', '-t', view.provider.tmux.paneId]);
     const deadline = Date.now() + 15_000;

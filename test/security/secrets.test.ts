@@ -2,12 +2,9 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tmuxSocketFor } from '../../src/engine/tmux-socket.js';
-import { startModelServer, type ModelServer } from '../../src/model/server.js';
-import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir, type CalRun } from '../support/cal.js';
-import { claudeTestEnv, makeWorkDir } from '../support/claude-home.js';
+import type { CalRun } from '../support/cal.js';
+import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 import { recordFault } from '../support/fault-matrix.js';
-import { removeScratch } from '../support/scratch.js';
 
 /**
  * Issue 7: keys and tokens from the environment never reach handles, turn records, events, logs,
@@ -41,31 +38,25 @@ function needles(value: string): string[] {
 }
 
 describe('secrets from the environment never leave it', () => {
-  let server: ModelServer;
+  let suite: CliSuite;
   let root: string;
   let state: string;
   let work: string;
-  let env: Record<string, string>;
   const runs: { args: string[]; run: CalRun }[] = [];
 
   const cal = async (args: string[], input?: string) => {
-    const run = await runCal(['--state-dir', state, ...args], { env, input });
+    const run = await suite.cal(args, { input });
     runs.push({ args, run });
     return run;
   };
 
   beforeAll(async () => {
-    server = await startModelServer({});
-    root = await scratchDir('sec-secrets');
-    state = path.join(root, 'state');
-    work = await makeWorkDir(root);
-    env = { ...(await claudeTestEnv(root, server.url, baseEnv({}))), ...secrets };
+    suite = await cliSuite('claude-code', { prefix: 'sec-secrets', env: secrets });
+    ({ root, state, work } = suite);
   });
 
   afterAll(async () => {
-    await killStateTmux(state);
-    await server.close();
-    await removeScratch(root);
+    await suite?.close();
   });
 
   it('a session through every output path, then nothing in the state dir or any output holds a secret', async () => {
@@ -104,10 +95,10 @@ describe('secrets from the environment never leave it', () => {
     }
     expect(hits).toEqual([]);
     // The handle keeps the names the session needs, never their values.
-    const view = (await runCal(['--state-dir', state, 'inspect', handle, '--json'], { env })).json;
+    const view = await suite.inspect(handle);
     expect(view.provider.envNames).toEqual(expect.arrayContaining(['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN']));
     // The secrets did reach the CLI (its process environment holds them): the test is not vacuous.
-    const socket = await tmuxSocketFor(path.join(state, 'tmux'));
+    const socket = await suite.tmuxSocket();
     const pid = (await execa('tmux', ['-S', socket, 'display-message', '-p', '-t', view.provider.tmux.paneId, '#{pane_pid}'])).stdout.trim();
     const environ = await fs.readFile(`/proc/${pid}/environ`, 'utf8');
     for (const [name, value] of Object.entries(secrets)) expect(environ).toContain(`${name}=${value}`);

@@ -4,12 +4,11 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tmuxSocketFor } from '../../src/engine/tmux-socket.js';
-import { startModelServer, type ModelServer } from '../../src/model/server.js';
+import type { ModelServer } from '../../src/model/server.js';
 import { parseHandleRef } from '../../src/state/store.js';
-import { baseEnv, handleFromStderr, killStateTmux, runCal, scratchDir } from '../support/cal.js';
-import { claudeTestEnv, makeWorkDir } from '../support/claude-home.js';
+import { handleFromStderr } from '../support/cal.js';
+import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 import { recordFault } from '../support/fault-matrix.js';
-import { removeScratch } from '../support/scratch.js';
 
 /**
  * Issue 7: handle references, the state directory and cal's tmux socket, reached the way a user
@@ -36,23 +35,20 @@ async function walk(dir: string): Promise<{ file: string; mode: number; kind: st
 }
 
 describe('handle references, state directory and tmux socket', () => {
+  let suite: CliSuite;
   let server: ModelServer;
   let root: string;
   let state: string;
   let work: string;
-  let env: Record<string, string>;
   let handle = '';
   const outside = () => path.join(root, 'outside');
 
   const cal = (args: string[], opts: { input?: string; stateDir?: string } = {}) =>
-    runCal(['--state-dir', opts.stateDir ?? state, ...args], { env, input: opts.input });
+    suite.cal(args, { input: opts.input, state: opts.stateDir });
 
   beforeAll(async () => {
-    server = await startModelServer({});
-    root = await scratchDir('sec-state');
-    state = path.join(root, 'state');
-    work = await makeWorkDir(root);
-    env = await claudeTestEnv(root, server.url, baseEnv({}));
+    suite = await cliSuite('claude-code', { prefix: 'sec-state' });
+    ({ server, root, state, work } = suite);
     await fs.mkdir(outside(), { recursive: true });
     const run = await cal(['start', '--provider', 'claude-code', '--cwd', work, '--name', 'victim', 'Remember the codeword LYNX.']);
     expect(run.code).toBe(0);
@@ -60,9 +56,7 @@ describe('handle references, state directory and tmux socket', () => {
   });
 
   afterAll(async () => {
-    await killStateTmux(state);
-    await server.close();
-    await removeScratch(root);
+    await suite?.close();
   });
 
   it('path-like handle references are usage errors (exit 2) for every command, before any file is touched', async () => {

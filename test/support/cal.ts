@@ -37,6 +37,14 @@ export function handleFromStderr(stderr: string): string | null {
   return /^handle: (\S+)$/m.exec(stderr)?.[1] ?? null;
 }
 
+/** The lifecycle events `--events` printed on stderr, in order. */
+export function eventsOf(run: CalRun): string[] {
+  return run.stderr
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l).event);
+}
+
 export async function scratchDir(prefix: string): Promise<string> {
   return fs.mkdtemp(path.join(os.tmpdir(), `cal-${prefix}-`));
 }

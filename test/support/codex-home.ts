@@ -9,10 +9,9 @@ import path from 'node:path';
 export interface CodexTestEnv {
   env: Record<string, string>;
   codexHome: string;
-  configToml: string;
 }
 
-export async function codexTestEnv(root: string, modelUrl: string, base: Record<string, string>, extraToml = ''): Promise<CodexTestEnv> {
+export async function codexTestEnv(root: string, modelUrl: string, base: Record<string, string>): Promise<CodexTestEnv> {
   const home = path.join(root, 'home');
   const codexHome = path.join(home, '.codex');
   await fs.mkdir(codexHome, { recursive: true, mode: 0o700 });
@@ -37,14 +36,9 @@ export async function codexTestEnv(root: string, modelUrl: string, base: Record<
     '[analytics]',
     'enabled = false',
     '',
-    extraToml,
   ].join('\n');
   await fs.writeFile(path.join(codexHome, 'config.toml'), configToml, { mode: 0o600 });
-  return {
-    codexHome,
-    configToml,
-    env: { ...base, HOME: home, CODEX_HOME: codexHome, MOCK_API_KEY: 'x' },
-  };
+  return { codexHome, env: { ...base, HOME: home, CODEX_HOME: codexHome, MOCK_API_KEY: 'x' } };
 }
 
 /** Every rollout file under a CODEX_HOME. */

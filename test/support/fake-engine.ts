@@ -1,7 +1,7 @@
 import { appendFileSync, chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { CliAdapter, LaunchRequest, SessionConfig, StructuredRunRequest, StructuredTurnResult } from '../../src/adapters/types.js';
+import type { CliAdapter, LaunchRequest, SessionConfig, StallKeys, StructuredRunRequest, StructuredTurnResult } from '../../src/adapters/types.js';
 import { TranscriptTurnObserver } from '../../src/adapters/turn-observer.js';
 import type { TmuxControl, TmuxFactory } from '../../src/engine/tmux-control.js';
 import type { EngineHooks, PaneChange, ProviderEvent, TurnRequest } from '../../src/engine/types.js';
@@ -85,6 +85,7 @@ export class FakeTmux implements TmuxControl {
     const pane = this.find(paneId);
     pane?.keys.push(keys);
     if (pane && keys.includes('Escape')) this.cli.interrupt(pane);
+    else if (pane) this.cli.pressed(pane, keys);
   }
 
   async capture(): Promise<string> {
@@ -123,6 +124,8 @@ export class FakeCli {
   private readonly sessions = new Map<FakePane, string>();
   /** Records to write when the pane is interrupted (Escape). */
   onInterrupt: FakeRecord[] = [{ t: 'interrupt' }];
+  /** Records to write when other keys are pressed (a dialog answered), or none. */
+  onKeys: (keys: string[]) => FakeRecord[] = () => [];
 
   transcript(sessionId: string): string {
     return path.join(this.dir, `${sessionId}.jsonl`);
@@ -137,7 +140,8 @@ export class FakeCli {
   }
 
   write(sessionId: string, records: FakeRecord[]): void {
-    for (const r of records) appendFileSync(this.transcript(sessionId), `${JSON.stringify(r)}\n`);
+    // Timestamped as the real CLIs' records are, so time bounds are exercised too.
+    for (const r of records) appendFileSync(this.transcript(sessionId), `${JSON.stringify({ timestamp: new Date().toISOString(), ...r })}\n`);
   }
 
   receive(message: string, pane: FakePane, sessionId: string): void {
@@ -162,9 +166,20 @@ export class FakeCli {
     const id = this.sessions.get(pane);
     if (id) setTimeout(() => this.write(id, this.onInterrupt), 5);
   }
+
+  pressed(pane: FakePane, keys: string[]): void {
+    const id = this.sessions.get(pane);
+    const out = this.onKeys(keys);
+    if (id && out.length) setTimeout(() => this.write(id, out), 5);
+  }
 }
 
 class FakeObserver extends TranscriptTurnObserver<FakeRecord & { t: string }> {
+  /** The fake CLI's model has answered nothing of this turn yet. */
+  get awaitingModel(): boolean {
+    return this.observation.phase === 'running' && this.lastAnswer === null;
+  }
+
   protected classify(value: unknown): (FakeRecord & { t: string }) | null {
     const t = (value as { t?: unknown } | null)?.t;
     return typeof t === 'string' && ['user', 'answer', 'end', 'error', 'interrupt'].includes(t) ? (value as FakeRecord & { t: string }) : null;
@@ -191,6 +206,8 @@ class FakeObserver extends TranscriptTurnObserver<FakeRecord & { t: string }> {
 export interface FakeAdapterOptions {
   structured?: (req: StructuredRunRequest) => Promise<StructuredTurnResult>;
   refuse?: (text: string) => string | null;
+  promptRecordedWithinMs?: number;
+  stallKeys?: StallKeys;
 }
 
 export function fakeAdapter(cli: FakeCli, opts: FakeAdapterOptions = {}): CliAdapter & { launches: LaunchRequest[]; prepared: number } {
@@ -234,6 +251,8 @@ export function fakeAdapter(cli: FakeCli, opts: FakeAdapterOptions = {}): CliAda
       return opts.refuse ? opts.refuse(text) : null;
     },
     ...(opts.structured ? { structured: { run: opts.structured } } : {}),
+    ...(opts.promptRecordedWithinMs ? { promptRecordedWithinMs: opts.promptRecordedWithinMs } : {}),
+    ...(opts.stallKeys ? { stallKeys: opts.stallKeys } : {}),
     async scriptedModelEnv() {
       return {};
     },

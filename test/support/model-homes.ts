@@ -5,7 +5,7 @@
  * API key or config leaks in).
  *
  *   const server = await startModelServer();
- *   const h = await makeModelHome('codex', server.url);
+ *   const h = await makeCodexHome(server.url);
  *   const r = await runCli(h, ['exec', '--json', '--skip-git-repo-check', 'hello']);
  *   await h.cleanup();
  */
@@ -161,12 +161,12 @@ export async function makeGeminiHome(modelUrl: string, opts: ModelHomeOptions = 
   return { cli: 'gemini', root, home, cwd, env, bin: cliBin('gemini'), configDir: dir, cleanup: cleanupFn(root) };
 }
 
-/** Pi: models.json with provider `mock` (openai-completions at `<modelUrl>/v1`), retries off, offline. */
-export async function makePiHome(modelUrl: string, opts: ModelHomeOptions = {}): Promise<ModelCliHome> {
-  const { root, home, cwd, tmp } = await makeRoot('pi');
-  const agentDir = path.join(root, 'pi-agent');
+/**
+ * A Pi agent dir: models.json with provider `mock` (openai-completions at `<modelUrl>/v1`) and
+ * settings.json choosing it, with retries off and no install telemetry.
+ */
+export async function writePiAgentDir(agentDir: string, modelUrl: string, model = MOCK_MODEL): Promise<void> {
   await mkdir(agentDir, { recursive: true });
-  const model = opts.model ?? MOCK_MODEL;
   const models = {
     providers: {
       mock: {
@@ -187,22 +187,15 @@ export async function makePiHome(modelUrl: string, opts: ModelHomeOptions = {}):
   };
   await writeFile(path.join(agentDir, 'models.json'), JSON.stringify(models, null, 2));
   await writeFile(path.join(agentDir, 'settings.json'), JSON.stringify(settings, null, 2));
-  const env = { ...baseEnv(home, tmp), PI_CODING_AGENT_DIR: agentDir, PI_OFFLINE: '1', ...opts.env };
-  return { cli: 'pi', root, home, cwd, env, bin: cliBin('pi'), configDir: agentDir, cleanup: cleanupFn(root) };
 }
 
-/** The home builder for a CLI. */
-export function makeModelHome(cli: PinnedCliName, modelUrl: string, opts: ModelHomeOptions = {}): Promise<ModelCliHome> {
-  switch (cli) {
-    case 'claude':
-      return makeClaudeHome(modelUrl, opts);
-    case 'codex':
-      return makeCodexHome(modelUrl, opts);
-    case 'gemini':
-      return makeGeminiHome(modelUrl, opts);
-    case 'pi':
-      return makePiHome(modelUrl, opts);
-  }
+/** Pi: the agent dir of writePiAgentDir, offline. */
+export async function makePiHome(modelUrl: string, opts: ModelHomeOptions = {}): Promise<ModelCliHome> {
+  const { root, home, cwd, tmp } = await makeRoot('pi');
+  const agentDir = path.join(root, 'pi-agent');
+  await writePiAgentDir(agentDir, modelUrl, opts.model);
+  const env = { ...baseEnv(home, tmp), PI_CODING_AGENT_DIR: agentDir, PI_OFFLINE: '1', ...opts.env };
+  return { cli: 'pi', root, home, cwd, env, bin: cliBin('pi'), configDir: agentDir, cleanup: cleanupFn(root) };
 }
 
 export interface CliRun {

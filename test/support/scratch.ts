@@ -12,3 +12,10 @@ export async function removeScratch(dir: string): Promise<void> {
     if (!existsSync(dir)) return;
   }
 }
+
+/** A working folder for a CLI session under a test's scratch folder. */
+export async function makeWorkDir(root: string, name = 'work'): Promise<string> {
+  const dir = `${root}/${name}`;
+  await fs.mkdir(dir, { recursive: true });
+  return dir;
+}

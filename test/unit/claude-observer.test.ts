@@ -1,20 +1,9 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ClaudeTurnObserver } from '../../src/adapters/claude-code/transcript.js';
-import { repoRoot } from '../support/clis.js';
+import { feedFixture, fixtureRecords } from '../support/fixtures.js';
 
 /** Parser tests over transcripts recorded from the real Claude Code 2.1.328. */
-function records(name: string): unknown[] {
-  const text = readFileSync(path.join(repoRoot, 'fixtures', `claude-code-2.1.328-${name}.jsonl`), 'utf8');
-  return text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
-}
-
-function observe(name: string, message: string, from = 0) {
-  const observer = new ClaudeTurnObserver(message);
-  for (const r of records(name).slice(from)) observer.feed(r);
-  return observer;
-}
+const observe = (name: string, message: string) => feedFixture(new ClaudeTurnObserver(message), 'claude-code', name);
 
 describe('Claude Code turn observer (recorded 2.1.328 transcripts)', () => {
   it('a normal turn completes on turn_duration with the assistant text and its promptId', () => {
@@ -55,7 +44,7 @@ describe('Claude Code turn observer (recorded 2.1.328 transcripts)', () => {
 
   it('a message not in the transcript is still waiting; stop hooks do not end a turn early', () => {
     expect(observe('interactive-loop-resume', 'never sent').observation).toEqual({ phase: 'waiting' });
-    const all = records('interactive-mixed-error-interrupt-tool-resume-continue-cwdchange');
+    const all = fixtureRecords('claude-code', 'interactive-mixed-error-interrupt-tool-resume-continue-cwdchange');
     const o = new ClaudeTurnObserver('hello hooks codeword KIWI');
     for (const r of all) {
       if ((r as { subtype?: string }).subtype === 'turn_duration') break;
@@ -69,6 +58,24 @@ describe('Claude Code turn observer (recorded 2.1.328 transcripts)', () => {
     o.feed({ type: 'user', promptId: 'p1', message: { role: 'user', content: 'first' } });
     o.feed({ type: 'user', promptId: 'p2', message: { role: 'user', content: 'second' } });
     expect(o.observation).toMatchObject({ phase: 'ended', status: 'lost' });
+  });
+
+  it('a print-mode turn (claude -p writes no turn_duration) ends with the process\'s cost-state', () => {
+    const o = observe('print-mode-with-hooks', 'hello from print mode codeword PEAR');
+    expect(o.observation).toMatchObject({ phase: 'ended', status: 'completed' });
+    expect(o.observation.phase === 'ended' && o.observation.answer).toMatch(/^MOCK#16 got \[hello from print mode codeword PEAR\]/);
+  });
+
+  it('cost-state after a tool call is a process that left mid-turn (lost); before any reply it is no end', () => {
+    const user = { type: 'user', promptId: 'p1', message: { role: 'user', content: 'run it' } };
+    const toolUse = { type: 'assistant', message: { id: 'm1', content: [{ type: 'tool_use', id: 't1', name: 'Bash', input: { command: 'sleep 9' } }], stop_reason: 'tool_use' } };
+    const left = new ClaudeTurnObserver('run it');
+    for (const r of [user, toolUse, { type: 'cost-state' }]) left.feed(r);
+    expect(left.observation).toMatchObject({ phase: 'ended', status: 'lost', answer: null });
+    // A resumed TUI writes cost-state as it starts: a turn with no reply yet goes on.
+    const starting = new ClaudeTurnObserver('run it');
+    for (const r of [user, { type: 'cost-state' }]) starting.feed(r);
+    expect(starting.observation.phase).toBe('running');
   });
 
   it('unknown record kinds are skipped and counted', () => {

@@ -9,6 +9,7 @@ import { codexAdapter, LAUNCH_TAG_ENV } from '../../src/adapters/codex/index.js'
 import { dayFolders, fileKey, findRolloutsForFirstMessage, pickRollout } from '../../src/adapters/codex/sessions.js';
 import type { SessionConfig } from '../../src/adapters/types.js';
 import { cliBin, pinnedCli, repoRoot } from '../support/clis.js';
+import { fixtureRecords } from '../support/fixtures.js';
 
 const config = (cwd: string, extra: Partial<SessionConfig> = {}): SessionConfig => ({ cwd, model: null, systemPrompt: null, mcpConfigPath: null, toolPolicy: 'default', ...extra });
 
@@ -21,7 +22,14 @@ describe('Codex pinned binary', () => {
     expect(nativeCodexBinary({ path: native, realPath: native })).toBe(native);
     const pinned = await codexAdapter.resolveCli(undefined, { PATH: `${path.dirname(cliBin('codex'))}:/usr/bin:/bin` });
     const st = statSync(native);
-    expect(pinned).toEqual({ path: cliBin('codex'), realPath: native, version: pinnedCli.codex.version, identity: { size: st.size, mtimeMs: st.mtimeMs, dev: st.dev, ino: st.ino } });
+    expect(pinned).toEqual({
+      path: cliBin('codex'),
+      realPath: native,
+      version: pinnedCli.codex.version,
+      identity: { size: st.size, mtimeMs: st.mtimeMs, dev: st.dev, ino: st.ino },
+      support: 'certified',
+      newestCertified: codexAdapter.versions.certified,
+    });
   });
 
   it('gives the native binary the environment the wrapper would', () => {
@@ -80,11 +88,24 @@ describe('Codex command line', () => {
     expect(fresh.argv).not.toContain('resume');
 
     const resume = codexAdapter.launch({ cli, env: { HOME: '/h', [LAUNCH_TAG_ENV]: 'old' }, config: config(dir), mode: 'resume', sessionId: 'sid-1', message: 'hello' });
-    expect(resume.argv.slice(-4)).toEqual(['resume', 'sid-1', '--', 'hello']);
+    const at = resume.argv.indexOf('resume');
+    expect(resume.argv.slice(at, at + 2)).toEqual(['resume', 'sid-1']);
+    expect(resume.argv.slice(-2)).toEqual(['--', 'hello']);
+    // The overrides are given to the subcommand too (older releases do not pass them down).
+    expect(resume.argv.slice(at + 2, -2)).toEqual(resume.argv.slice(2, at));
+    expect(resume.argv.slice(at + 2, -2)).toContain('tui.resume_cwd="session"');
     expect(resume.env[LAUNCH_TAG_ENV]).toBeUndefined();
     expect(codexAdapter.pasteText('/status')).toBe(' /status');
     expect(codexAdapter.pasteText('!ls')).toBe(' !ls');
     expect(codexAdapter.pasteText('plain')).toBe('plain');
+  });
+
+  it('gives --no-daemon only to releases that have it (0.156.0 on); older ones refuse it', () => {
+    const launch = (version: string) => codexAdapter.launch({ cli: { path: '/x/codex', realPath: '/x/native/codex', version }, env: {}, config: config(dir), mode: 'fresh', sessionId: null, message: 'hi' });
+    expect(launch('0.156.0').argv[1]).toBe('--no-daemon');
+    expect(launch('0.171.0').argv[1]).toBe('--no-daemon');
+    expect(launch('0.155.0').argv).not.toContain('--no-daemon');
+    expect(launch('0.100.0').argv).not.toContain('--no-daemon');
   });
 });
 
@@ -102,8 +123,7 @@ describe('Codex rollout binding', () => {
     const day = path.join(home, 'sessions', '2026', '11', '30');
     await fs.mkdir(day, { recursive: true });
     // The recorded rollout, moved into this test's working directory.
-    const text = await fs.readFile(path.join(repoRoot, 'fixtures', 'codex-0.169.0-tui-kill-resume.rollout.jsonl'), 'utf8');
-    const lines = text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const lines = fixtureRecords('codex', 'tui-kill-resume.rollout');
     (lines[0] as any).payload.cwd = work;
     await fs.writeFile(path.join(day, 'rollout-2026-11-30T03-11-58-01a22a70-163f-7e60-9c36-4b7c93bb0aa4.jsonl'), lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
     // A rollout from another folder with the same first message is not ours.

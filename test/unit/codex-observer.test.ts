@@ -1,32 +1,11 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { lastErrorLine, parseExecStream, unwrapShell } from '../../src/adapters/codex/exec.js';
 import { CodexTurnObserver, classifyRecord, shellCommandText } from '../../src/adapters/codex/rollout.js';
-import { repoRoot } from '../support/clis.js';
+import { ended, feedFixture, fixtureRecords, fixtureText } from '../support/fixtures.js';
 
 /** Parser tests over rollouts and `exec --json` streams recorded from the real Codex 0.169.0. */
-function fixture(name: string): string {
-  return readFileSync(path.join(repoRoot, 'fixtures', `codex-0.169.0-${name}.jsonl`), 'utf8');
-}
-
-function records(name: string): any[] {
-  return fixture(name)
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l));
-}
-
-function observe(name: string, message: string, extra: unknown[] = []) {
-  const observer = new CodexTurnObserver(message);
-  for (const r of [...records(name), ...extra]) observer.feed(r);
-  return observer;
-}
-
-function ended(o: CodexTurnObserver) {
-  if (o.observation.phase !== 'ended') throw new Error(`turn did not end: ${JSON.stringify(o.observation)}`);
-  return o.observation;
-}
+const records = (name: string) => fixtureRecords('codex', name);
+const observe = (name: string, message: string) => feedFixture(new CodexTurnObserver(message), 'codex', name);
 
 describe('Codex rollout observer (recorded 0.169.0 rollouts)', () => {
   it('every record of every recorded rollout has a known kind', () => {
@@ -136,26 +115,26 @@ describe('Codex rollout observer (recorded 0.169.0 rollouts)', () => {
 
 describe('codex exec --json stream (recorded 0.169.0)', () => {
   it('a turn: thread id, warning items ignored, answer from the last agent_message', () => {
-    const s = parseExecStream(fixture('exec-json-remember.events'));
+    const s = parseExecStream(fixtureText('codex', 'exec-json-remember.events'));
     expect(s).toMatchObject({ threadId: '01a22afc-42cc-7112-8c95-c73ff4591f42', ended: 'completed', answer: 'OK, I will remember the codeword ZEBRA.', tools: [], unknownEvents: 0 });
-    const r = parseExecStream(fixture('exec-json-resume-recall.events'));
+    const r = parseExecStream(fixtureText('codex', 'exec-json-resume-recall.events'));
     expect(r).toMatchObject({ threadId: '01a22afc-42cc-7112-8c95-c73ff4591f42', ended: 'completed', answer: 'The codeword was ZEBRA.' });
   });
 
   it('shell and MCP items become tool activity', () => {
-    expect(parseExecStream(fixture('exec-json-shell.events')).tools).toEqual([{ kind: 'shell', name: 'echo hello-from-shell', output: 'hello-from-shell\n', status: 'completed' }]);
-    expect(parseExecStream(fixture('exec-json-mcp.events')).tools).toEqual([
+    expect(parseExecStream(fixtureText('codex', 'exec-json-shell.events')).tools).toEqual([{ kind: 'shell', name: 'echo hello-from-shell', output: 'hello-from-shell\n', status: 'completed' }]);
+    expect(parseExecStream(fixtureText('codex', 'exec-json-mcp.events')).tools).toEqual([
       { kind: 'mcp', server: 'probe', name: 'echo', input: { text: 'ping-from-model' }, output: 'echo: ping-from-model', status: 'completed' },
     ]);
   });
 
   it('turn.failed carries Codex text', () => {
-    const s = parseExecStream(fixture('exec-json-http500.events'));
+    const s = parseExecStream(fixtureText('codex', 'exec-json-http500.events'));
     expect(s).toMatchObject({ ended: 'failed', answer: null, error: 'We’re currently experiencing high demand, which may cause temporary errors.' });
   });
 
   it('unknown events and junk lines are counted, never fatal', () => {
-    const s = parseExecStream(`${fixture('exec-json-remember.events')}\n{"type":"thread.brand_new"}\nnot json\n`);
+    const s = parseExecStream(`${fixtureText('codex', 'exec-json-remember.events')}\n{"type":"thread.brand_new"}\nnot json\n`);
     expect(s.unknownEvents).toBe(2);
     expect(s.ended).toBe('completed');
   });

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { decideRoute, preflight, runProviderTurn, type RouteFacts } from '../../src/engine/decision.js';
 import { CalError } from '../../src/errors.js';
 import type { StabilityFingerprint } from '../../src/handles/schema.js';
+import { kindOf } from '../support/errors.js';
 import { fakeWorld, providerHandle } from '../support/fake-engine.js';
 
 /**
@@ -22,14 +23,6 @@ const facts = (patch: Partial<RouteFacts>): RouteFacts => ({
   ...patch,
 });
 
-async function kindOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'resolved';
-  } catch (err) {
-    return err instanceof CalError ? err.kind : `untyped: ${(err as Error).message}`;
-  }
-}
 
 describe('§4 decision table (pure)', () => {
   it.each([
@@ -230,6 +223,43 @@ describe('§5 turn endings (fake tmux, fake CLI)', () => {
     const { outcome } = await runProviderTurn(w.request(providerHandle(), 'long job', { signal: ac.signal }));
     expect(outcome.status).toBe('interrupted');
     expect(w.tmux.panes[0]?.keys).toContainEqual(['Escape']);
+  });
+
+  it('a CLI that records prompts at once but does not take the message is off its prompt (a dialog): turn_failed, not a timeout', async () => {
+    const w = fakeWorld({ promptRecordedWithinMs: 300 });
+    w.cli.behaviour = () => 'ignore';
+    const t0 = Date.now();
+    const err = await runProviderTurn(w.request(providerHandle(), 'hello', { timeoutMs: 30_000 })).catch((e: CalError) => e);
+    expect((err as CalError).kind).toBe('turn_failed');
+    expect((err as CalError).message).toMatch(/not at its prompt \(a dialog is open\?\): fake screen/);
+    expect(Date.now() - t0).toBeLessThan(5000);
+    // A CLI that records the prompt only with its reply declares no bound: a slow turn is not a dialog.
+    const slow = fakeWorld();
+    slow.cli.behaviour = () => 'ignore';
+    expect(((await runProviderTurn(slow.request(providerHandle(), 'hello', { timeoutMs: 1500 })).catch((e: CalError) => e)) as CalError).kind).toBe('timeout');
+  });
+
+  it('a request the CLI holds with nothing recorded: the adapter’s stall keys make it record its error', async () => {
+    // Gemini CLI shows a dialog over a model that keeps failing and records nothing until it is
+    // answered; the keys it declares answer it, and the CLI's own error record settles the turn.
+    const w = fakeWorld({ stallKeys: { afterMs: 200, keys: ['Down', 'Enter'] } });
+    w.cli.behaviour = (m) => [{ t: 'user', text: m, key: 'k' }];
+    w.cli.onKeys = (keys) => (keys.join(' ') === 'Down Enter' ? [{ t: 'error', text: '[API Error: 500]' }] : []);
+    const { outcome } = await runProviderTurn(w.request(providerHandle(), 'fail please'));
+    expect(outcome).toMatchObject({ status: 'failed', answer: null, error: '[API Error: 500]' });
+    expect(w.tmux.panes[0]?.keys).toEqual([['Down', 'Enter']]);
+  });
+
+  it('stall keys are never pressed while tools run (the model answered), nor by an adapter that declares none', async () => {
+    const tools = fakeWorld({ stallKeys: { afterMs: 100, keys: ['Down', 'Enter'] } });
+    tools.cli.behaviour = (m) => [{ t: 'user', text: m, key: 'k' }, { t: 'answer', text: 'running a tool' }];
+    expect(await kindOf(runProviderTurn(tools.request(providerHandle(), 'tool turn', { timeoutMs: 800 })))).toBe('timeout');
+    expect(tools.tmux.panes[0]?.keys).toEqual([]);
+
+    const none = fakeWorld();
+    none.cli.behaviour = (m) => [{ t: 'user', text: m, key: 'k' }];
+    expect(await kindOf(runProviderTurn(none.request(providerHandle(), 'slow model', { timeoutMs: 800 })))).toBe('timeout');
+    expect(none.tmux.panes[0]?.keys).toEqual([]);
   });
 
   it('timeout: a turn with no end leaves the stored offset where it began', async () => {

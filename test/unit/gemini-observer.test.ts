@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,7 +6,7 @@ import { findTranscript, geminiAdapter, sessionFiles } from '../../src/adapters/
 import { checkRetentionOff, parseSettings } from '../../src/adapters/gemini/home.js';
 import { GeminiTurnObserver, classifyRecord, shellOutput, toolFromCall } from '../../src/adapters/gemini/transcript.js';
 import type { PinnedCli } from '../../src/handles/schema.js';
-import { repoRoot } from '../support/clis.js';
+import { ended, feedFixture, fixtureRecords, fixtureText } from '../support/fixtures.js';
 
 /** Observer tests over session files recorded from the real Gemini CLI 0.61.0. */
 const FIXTURES = [
@@ -19,23 +18,8 @@ const FIXTURES = [
   'cal-slow-shell-tool.session',
 ];
 
-function records(name: string): unknown[] {
-  return readFileSync(path.join(repoRoot, 'fixtures', `gemini-0.61.0-${name}.jsonl`), 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l));
-}
-
-function observe(name: string, message: string, notBefore?: Date, extra: unknown[] = []) {
-  const observer = new GeminiTurnObserver(message, notBefore);
-  for (const r of [...records(name), ...extra]) observer.feed(r);
-  return observer;
-}
-
-function ended(o: GeminiTurnObserver) {
-  if (o.observation.phase !== 'ended') throw new Error(`turn did not end: ${JSON.stringify(o.observation)}`);
-  return o.observation;
-}
+const records = (name: string) => fixtureRecords('gemini', name);
+const observe = (name: string, message: string, notBefore?: Date) => feedFixture(new GeminiTurnObserver(message, notBefore), 'gemini', name);
 
 describe('Gemini session-file observer (recorded 0.61.0 sessions)', () => {
   it('every record of every recorded session has a known kind', () => {
@@ -223,7 +207,7 @@ describe('Gemini adapter', () => {
       const id = 'c849d745-d7ce-41ff-bcd7-afc40d05b452';
       const chats = path.join(dir, 'tmp', 'proj', 'chats');
       await fs.mkdir(chats, { recursive: true });
-      const real = readFileSync(path.join(repoRoot, 'fixtures', 'gemini-0.61.0-cal-start-paste-resume.session.jsonl'), 'utf8');
+      const real = fixtureText('gemini', 'cal-start-paste-resume.session');
       const lines = real.split('\n');
       await fs.writeFile(path.join(chats, 'session-2026-11-30T06-57-c849d745.jsonl'), real);
       // A stray from a resume in a later minute: header and context only.

@@ -5,28 +5,13 @@ import { describe, expect, it } from 'vitest';
 import { chooseSessionFile, findSessionFile, piAgentDir, piProjectFolder, scriptedPiEnv } from '../../src/adapters/pi/home.js';
 import { piAdapter } from '../../src/adapters/pi/index.js';
 import { classifyRecord, PiTurnObserver } from '../../src/adapters/pi/session.js';
-import { repoRoot } from '../support/clis.js';
+import { ended, feedFixture, fixtureRecords } from '../support/fixtures.js';
 
 /** Observer tests over session files recorded from the real Pi 0.73.1. */
-function records(name: string): any[] {
-  return readFileSync(path.join(repoRoot, 'fixtures', `pi-0.73.1-${name}.session.jsonl`), 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l));
-}
+const records = (name: string) => fixtureRecords('pi', name);
+const observe = (name: string, message: string, notBefore?: Date) => feedFixture(new PiTurnObserver(message, notBefore), 'pi', name);
 
-function observe(name: string, message: string, notBefore?: Date, extra: unknown[] = []) {
-  const observer = new PiTurnObserver(message, notBefore);
-  for (const r of [...records(name), ...extra]) observer.feed(r);
-  return observer;
-}
-
-function ended(o: PiTurnObserver) {
-  if (o.observation.phase !== 'ended') throw new Error(`turn did not end: ${JSON.stringify(o.observation)}`);
-  return o.observation;
-}
-
-const NAMES = ['interactive-resume-with-errors', 'print-resume', 'tool-call'];
+const NAMES = ['interactive-resume-with-errors.session', 'print-resume.session', 'tool-call.session'];
 
 describe('Pi session observer (recorded 0.73.1 session files)', () => {
   it('every record of every recorded session has a known kind', () => {
@@ -36,7 +21,7 @@ describe('Pi session observer (recorded 0.73.1 session files)', () => {
   });
 
   it('a plain turn completes with the assistant text, keyed by the user entry id', () => {
-    const o = observe('print-resume', 'what was the codeword?');
+    const o = observe('print-resume.session', 'what was the codeword?');
     expect(ended(o)).toEqual({
       phase: 'ended',
       status: 'completed',
@@ -49,30 +34,30 @@ describe('Pi session observer (recorded 0.73.1 session files)', () => {
   });
 
   it('a pasted multi-line message with a tab matches (the TUI stores the tab as four spaces)', () => {
-    const o = observe('interactive-resume-with-errors', 'pi pasted line one?\r\npi pasted line two\twith tab');
+    const o = observe('interactive-resume-with-errors.session', 'pi pasted line one?\r\npi pasted line two\twith tab');
     expect(ended(o)).toMatchObject({ status: 'completed', turnKey: '08dbcdc7' });
   });
 
   it('stopReason error ends the turn failed with Pi\'s errorMessage and no answer, at the first error record', () => {
-    const o = observe('interactive-resume-with-errors', 'pi interactive FAIL500');
+    const o = observe('interactive-resume-with-errors.session', 'pi interactive FAIL500');
     expect(ended(o)).toEqual({ phase: 'ended', status: 'failed', turnKey: '698e6d0a', answer: null, error: '500 mock internal error' });
   });
 
   it('the turn after a failed one (two user messages in a row in the history) completes', () => {
-    const o = observe('interactive-resume-with-errors', 'after resume: what was the codeword?');
+    const o = observe('interactive-resume-with-errors.session', 'after resume: what was the codeword?');
     expect(ended(o)).toMatchObject({ status: 'completed', turnKey: 'eaa356c4' });
     expect((ended(o).answer ?? '')).toContain('recalled=otter');
   });
 
   it('a tool turn lists the tool with input and output and answers with the text after the result', () => {
-    const o = observe('tool-call', 'please TOOLCALL read note');
+    const o = observe('tool-call.session', 'please TOOLCALL read note');
     expect(ended(o)).toMatchObject({ status: 'completed', turnKey: '4c7393dc', answer: 'MOCK reply; history=4; users=1; dialect=openai:mock-model; last="please TOOLCALL read note"' });
     expect(o.tools).toEqual([{ kind: 'tool', name: 'read', input: { path: 'note.txt' }, output: 'note content 123\n', status: 'completed' }]);
   });
 
   it('toolUse is not the end: the turn is still running after the tool call and its result', () => {
     const o = new PiTurnObserver('please TOOLCALL read note');
-    for (const r of records('tool-call').slice(0, 6)) o.feed(r);
+    for (const r of records('tool-call.session').slice(0, 6)) o.feed(r);
     expect(o.observation).toEqual({ phase: 'running', turnKey: '4c7393dc' });
     expect(o.tools[0]).toMatchObject({ name: 'read', output: 'note content 123\n' });
   });
@@ -108,7 +93,7 @@ describe('Pi session observer (recorded 0.73.1 session files)', () => {
   });
 
   it('records older than notBefore are never taken for the message (a resend of the same text)', () => {
-    const o = observe('print-resume', 'what was the codeword?', new Date('2026-11-30T03:08:13.000Z'));
+    const o = observe('print-resume.session', 'what was the codeword?', new Date('2026-11-30T03:08:13.000Z'));
     expect(o.observation).toEqual({ phase: 'waiting' });
   });
 

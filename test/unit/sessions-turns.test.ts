@@ -6,6 +6,7 @@ import { AgentSessions } from '../../src/sessions/agent-sessions.js';
 import { StateStore } from '../../src/state/store.js';
 import type { TurnRecord } from '../../src/state/turns.js';
 import { scratchDir } from '../support/cal.js';
+import { kindOf } from '../support/errors.js';
 import { FakeCli, FakeTmux, fakeAdapter } from '../support/fake-engine.js';
 import { removeScratch } from '../support/scratch.js';
 
@@ -16,14 +17,6 @@ import { removeScratch } from '../support/scratch.js';
  */
 const DEAD_PID = 999_999_9;
 
-async function kindOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'resolved';
-  } catch (err) {
-    return err instanceof CalError ? err.kind : `untyped: ${(err as Error).message}`;
-  }
-}
 
 describe('agent sessions with a fake CLI', () => {
   let root: string;
@@ -109,7 +102,9 @@ describe('agent sessions with a fake CLI', () => {
     const open = (await turnsOf(handle.id)).find((t) => t.message === 'abandoned') as TurnRecord;
     const future = new Date(Date.now() + 86_400_000).toISOString();
     await fs.writeFile(path.join(store.turnsDir(handle.id), `${open.id}.json`), JSON.stringify({ ...open, ownerPid: DEAD_PID, createdAt: future, sentAt: future }));
-    const items = await sessions.recover({ env });
+    // The CLI's records are now seconds older than "now", the only clock left to bound them by.
+    await new Promise((r) => setTimeout(r, 2500));
+    const items = await sessions.recover({ env, timeoutSeconds: 3 });
     expect(items).toEqual([expect.objectContaining({ turn: open.id, action: 'settled_from_transcript', status: 'completed', answer: 'answered' })]);
     expect(cli.received).toEqual(['one', 'abandoned']);
   });

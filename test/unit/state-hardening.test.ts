@@ -6,20 +6,13 @@ import { CalError } from '../../src/errors.js';
 import { isProcessAlive, processStartTime } from '../../src/state/lock.js';
 import { StateStore } from '../../src/state/store.js';
 import { scratchDir } from '../support/cal.js';
+import { kindOf } from '../support/errors.js';
 import { removeScratch } from '../support/scratch.js';
 
 /**
  * Issue 13, items 8 and 10: what is planted in the state directory (a FIFO, a folder, a lock of
  * an impossible owner) is refused or reclaimed at once; nothing hangs and nothing is sent.
  */
-async function kindOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'resolved';
-  } catch (err) {
-    return err instanceof CalError ? err.kind : `untyped: ${(err as Error).message}`;
-  }
-}
 
 /** Resolves or rejects within `ms`, else fails: a FIFO would otherwise hang the call forever. */
 function within<T>(p: Promise<T>, ms = 3000): Promise<T> {
@@ -138,6 +131,28 @@ describe('one name, one handle', () => {
       expect((await store.listHandles()).filter((h) => h.name === 'shared')).toHaveLength(1);
     } finally {
       await server.close();
+      await removeScratch(root);
+    }
+  });
+});
+
+describe('unreadable records are reported by the commands', () => {
+  it('inspect lists a corrupt handle file (JSON and on stderr); recover takes --timeout', async () => {
+    const { runCal } = await import('../support/cal.js');
+    const root = await scratchDir('unreadable');
+    try {
+      const state = path.join(root, 'state');
+      const store = await StateStore.open(state);
+      await fs.writeFile(path.join(store.layout.handles, 'abcdef123.json'), JSON.stringify({ schemaVersion: 1, name: 'nightly', id: 'abcdef123' }), { mode: 0o600 });
+      const json = await runCal(['--state-dir', state, 'inspect', '--json']);
+      expect(json.code).toBe(0);
+      expect(json.json.unreadable).toEqual([expect.objectContaining({ name: 'nightly', file: expect.stringContaining('abcdef123.json') })]);
+      const plain = await runCal(['--state-dir', state, 'inspect']);
+      expect(plain.stderr).toMatch(/unreadable handle .*abcdef123\.json \(name nightly\)/);
+      const rec = await runCal(['--state-dir', state, 'recover', '--timeout', '5', '--json']);
+      expect(rec.code, rec.stderr).toBe(0);
+      expect(rec.json.turns).toEqual([]);
+    } finally {
       await removeScratch(root);
     }
   });

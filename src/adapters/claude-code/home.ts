@@ -86,9 +86,13 @@ async function preAnswerLocked(env: Record<string, string>, cwd: string, file: s
   next.projects = projects;
 
   if (isManagedHome(env)) {
-    if (next.hasCompletedOnboarding !== true) {
-      next.hasCompletedOnboarding = true;
-      changed = true;
+    // Onboarding, and the auto-mode nudge ("Make auto mode your default permission mode?") that
+    // 2.1.328 opens after a first turn in any other mode: each a dialog that would swallow a paste.
+    for (const seen of ['hasCompletedOnboarding', 'hasSeenAutoDefaultNudge', 'hasSeenAutoDefaultNotice'] as const) {
+      if (next[seen] !== true) {
+        next[seen] = true;
+        changed = true;
+      }
     }
     const key = env.ANTHROPIC_API_KEY;
     if (key) {

@@ -1,25 +1,23 @@
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { PinnedCli } from '../../handles/schema.js';
 import { findExecutable, pinCli } from '../resolve.js';
+import { pinSupported, type SupportedVersions } from '../versions.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
-import { claudeConfigDir, createManagedHome, preAnswerDialogs } from './home.js';
+import { createManagedHome, preAnswerDialogs } from './home.js';
+import { claudeEnv, launchEnv, sessionFlags, transcriptCandidates } from './launch.js';
+import { claudeStructured } from './structured.js';
 import { ClaudeTurnObserver, classifyRecord, normaliseForMatch, userText } from './transcript.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
 
-/** Settings cal always adds: no self-update (it ran a global npm install here), no side traffic. */
-const claudeEnv = {
-  DISABLE_AUTOUPDATER: '1',
-  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-  DISABLE_TELEMETRY: '1',
-  DISABLE_ERROR_REPORTING: '1',
-} as const;
+export { projectSlug } from './launch.js';
 
-/** The folder name Claude Code derives from a working directory. */
-export function projectSlug(cwd: string): string {
-  return cwd.replace(/[^A-Za-z0-9]/g, '-');
-}
+/**
+ * Only the pinned release is proven end to end so far (docs/certify.md, "Version matrix"):
+ * 2.1.29 and 2.0.76 write no turn_duration for short turns and sat until --timeout, so a release
+ * below the floor is refused at once (cli_unsupported) rather than left to hang.
+ */
+export const claudeCodeVersions: SupportedVersions = { floor: '2.1.328', certified: '2.1.328' };
 
 export const claudeCodeAdapter: CliAdapter = {
   name: 'claude-code',
@@ -27,15 +25,17 @@ export const claudeCodeAdapter: CliAdapter = {
   capabilities: {
     tmuxContinuation: true,
     nativeResumeInTmux: true,
-    structuredTransport: false,
+    structuredTransport: true,
     apiOnly: false,
     needsStableWorkingDir: true,
   },
   envNames: ['HOME', 'ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN'],
 
+  versions: claudeCodeVersions,
+
   async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
     const found = findExecutable('claude', cliPath, env);
-    return pinCli(found, { ...env, ...claudeEnv });
+    return pinSupported('Claude Code', await pinCli(found, { ...env, ...claudeEnv }), claudeCodeVersions);
   },
 
   async prepare(env: Record<string, string>, config: SessionConfig): Promise<void> {
@@ -46,17 +46,14 @@ export const claudeCodeAdapter: CliAdapter = {
     const sessionId = req.sessionId ?? randomUUID();
     const argv = [req.cli.realPath];
     argv.push(req.mode === 'fresh' ? '--session-id' : '--resume', sessionId);
-    if (req.config.model) argv.push('--model', req.config.model);
-    if (req.config.systemPrompt) argv.push('--append-system-prompt', req.config.systemPrompt);
-    if (req.config.mcpConfigPath) argv.push('--mcp-config', req.config.mcpConfigPath);
-    if (req.config.toolPolicy !== 'default') argv.push('--permission-mode', req.config.toolPolicy);
+    argv.push(...sessionFlags(req.config));
     // The first message of a launch goes in argv: the TUI submits it exactly once it is ready
     // (measured more reliable than pasting into a pane that is still starting). `--` keeps a
     // message that starts with '-' from being read as a flag, and ends variadic --mcp-config.
     argv.push('--', req.message);
     return {
       argv,
-      env: { ...req.env, ...claudeEnv, ...(req.config.toolPolicy === 'bypassPermissions' ? { IS_SANDBOX: '1' } : {}) },
+      env: launchEnv(req.env, req.config),
       cwd: req.config.cwd,
       deliversMessage: true,
       sessionId,
@@ -65,15 +62,7 @@ export const claudeCodeAdapter: CliAdapter = {
 
   async bindTranscript(req: BindRequest): Promise<TranscriptBinding | null> {
     if (!req.sessionId) return null;
-    const projects = path.join(claudeConfigDir(req.env), 'projects');
-    const expected = path.join(projects, projectSlug(req.config.cwd), `${req.sessionId}.jsonl`);
-    const candidates = [expected];
-    // Long paths get a shortened folder name: fall back to finding the id in any project folder.
-    try {
-      for (const dir of await fs.readdir(projects)) candidates.push(path.join(projects, dir, `${req.sessionId}.jsonl`));
-    } catch {
-      return null;
-    }
+    const candidates = await transcriptCandidates(req.env, req.config.cwd, req.sessionId);
     const needle = normaliseForMatch(req.message);
     for (const file of candidates) {
       const read = await readJsonlFrom(file, 0);
@@ -94,6 +83,8 @@ export const claudeCodeAdapter: CliAdapter = {
     return new ClaudeTurnObserver(message, notBefore);
   },
 
+  structured: claudeStructured,
+
   async scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>): Promise<Record<string, string>> {
     const home = path.join(dir, 'home');
     await createManagedHome(home);
@@ -103,6 +94,11 @@ export const claudeCodeAdapter: CliAdapter = {
     delete out.CLAUDE_CONFIG_DIR;
     return out;
   },
+
+  // Claude Code writes the user record the moment a prompt is submitted (measured on 2.1.328: a
+  // turn is "running" seconds before a delayed reply), so a message unrecorded after this long
+  // sits in a dialog (theme picker, an auto-mode notice), not in a slow turn.
+  promptRecordedWithinMs: 20_000,
 
   pasteText(message: string): string {
     // A leading '!' opens bash mode and '#' a memory note when typed; a space keeps a pasted one

@@ -6,9 +6,9 @@ import { TranscriptTurnObserver } from '../turn-observer.js';
  * Claude Code's session transcript (`~/.claude/projects/<slug>/<id>.jsonl`), measured on 2.1.328.
  * Only the fields cal relies on are parsed; everything else is passed over.
  */
-const TextBlock = z.object({ type: z.literal('text'), text: z.string() });
-const ToolUseBlock = z.object({ type: z.literal('tool_use'), id: z.string(), name: z.string(), input: z.unknown() });
-const ToolResultBlock = z.object({
+export const TextBlock = z.object({ type: z.literal('text'), text: z.string() });
+export const ToolUseBlock = z.object({ type: z.literal('tool_use'), id: z.string(), name: z.string(), input: z.unknown() });
+export const ToolResultBlock = z.object({
   type: z.literal('tool_result'),
   tool_use_id: z.string(),
   content: z.union([z.string(), z.array(z.object({ type: z.string(), text: z.string().optional() }).passthrough())]).optional(),
@@ -39,15 +39,23 @@ const SystemRecord = z.object({ type: z.literal('system'), subtype: z.string().o
 const KnownOther = z.object({
   type: z.enum([
     'mode', 'permission-mode', 'atis-latch', 'file-history-snapshot', 'attachment', 'api-request-shape',
-    'api-request-blob', 'api-request', 'tools-used', 'last-prompt', 'queue-operation', 'cost-state', 'summary',
+    'api-request-blob', 'api-request', 'tools-used', 'last-prompt', 'queue-operation', 'summary',
     'custom-title', 'agent-name', 'tag', 'pr-link',
   ]),
 });
+
+/**
+ * The session's running cost, written as a process leaves the session (measured on 2.1.328: last
+ * record of every `claude -p` run, and of a TUI that exits; a resumed TUI writes one before its
+ * first prompt too). Print mode writes no `turn_duration`: after our message this is its end.
+ */
+const CostStateRecord = z.object({ type: z.literal('cost-state') });
 
 export type ClaudeRecord =
   | { kind: 'user'; record: z.infer<typeof UserRecord> }
   | { kind: 'assistant'; record: z.infer<typeof AssistantRecord> }
   | { kind: 'system'; record: z.infer<typeof SystemRecord> }
+  | { kind: 'processEnd' }
   | { kind: 'other' }
   | { kind: 'unknown' };
 
@@ -60,6 +68,7 @@ export function classifyRecord(value: unknown): ClaudeRecord {
   if (assistant.success) return { kind: 'assistant', record: assistant.data };
   const system = SystemRecord.safeParse(value);
   if (system.success) return { kind: 'system', record: system.data };
+  if (CostStateRecord.safeParse(value).success) return { kind: 'processEnd' };
   if (KnownOther.safeParse(value).success) return { kind: 'other' };
   return { kind: 'unknown' };
 }
@@ -79,10 +88,6 @@ export function userText(record: z.infer<typeof UserRecord>): string | null {
 const INTERRUPT_PREFIX = '[Request interrupted by user';
 
 /**
- * The text as the TUI stores it: CR/CRLF become LF, each tab becomes four spaces (measured on
- * 2.1.328: the input box expands pasted tabs), and no surrounding blank space.
- */
-/**
  * Text as Claude Code stores what it was given: line endings and U+2028 as LF, a tab as four
  * spaces (its input box), and without the invisible format characters it strips (measured on
  * 2.1.328: U+200B, U+2060, U+FEFF, U+202E, U+00AD are gone from the stored prompt). Both sides
@@ -96,7 +101,7 @@ export function normaliseForMatch(text: string): string {
     .trim();
 }
 
-function toolFromUse(block: z.infer<typeof ToolUseBlock>): ToolActivity {
+export function toolFromUse(block: z.infer<typeof ToolUseBlock>): ToolActivity {
   const mcp = /^mcp__(.+?)__(.+)$/.exec(block.name);
   if (mcp) return { kind: 'mcp', server: mcp[1], name: mcp[2] ?? block.name, input: block.input };
   if (block.name === 'Bash') {
@@ -106,7 +111,7 @@ function toolFromUse(block: z.infer<typeof ToolUseBlock>): ToolActivity {
   return { kind: 'tool', name: block.name, input: block.input };
 }
 
-function resultText(block: z.infer<typeof ToolResultBlock>): string {
+export function resultText(block: z.infer<typeof ToolResultBlock>): string {
   if (typeof block.content === 'string') return block.content;
   return (block.content ?? []).map((c) => c.text ?? '').join('');
 }
@@ -115,10 +120,14 @@ function resultText(block: z.infer<typeof ToolResultBlock>): string {
  * Follows one turn: the first human user record containing our message, then the first end
  * marker after it (design §5): `system/turn_duration` → completed, an API-error assistant →
  * failed, an interrupt record → interrupted, a newer human prompt → the old turn was lost.
+ * Print mode (`claude -p`, the structured transport) writes no `turn_duration`; its process
+ * ends the turn with `cost-state`: completed when the last reply ended the turn (`end_turn`),
+ * lost when the process left in the middle of it (after a tool call).
  */
 export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord> {
   private readonly toolIndex = new Map<string, ToolActivity>();
   private readonly ours: string;
+  private lastStop: string | null = null;
 
   constructor(message: string, notBefore?: Date) {
     super(message, notBefore);
@@ -154,6 +163,12 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
       case 'system':
         if (rec.record.subtype === 'turn_duration') this.end('completed', this.lastAnswer, null);
         return;
+      case 'processEnd':
+        // Before any reply it is a resumed TUI's start-up record, not an end.
+        if (this.lastStop === null) return;
+        if (this.lastStop === 'end_turn') this.end('completed', this.lastAnswer, null);
+        else this.end('lost', null, 'the CLI process left the session before the turn ended');
+        return;
       default:
         return;
     }
@@ -178,6 +193,7 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
     }
     // One response with several blocks arrives as several records with the same message id.
     if (text) this.lastAnswer = text;
+    this.lastStop = record.message.stop_reason ?? null;
   }
 
   private onUser(record: z.infer<typeof UserRecord>): void {

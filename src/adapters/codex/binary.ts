@@ -48,6 +48,15 @@ function packageName(dir: string): string | null {
 }
 
 /**
+ * Where a release of the npm package keeps the native binary, relative to a package root (the
+ * wrapper's own, or the platform package's): `vendor/<triple>/bin/codex` (0.16x), before that
+ * `vendor/<triple>/codex/codex` (0.80–0.12x, measured), and `bin/codex-<triple>` (0.40).
+ */
+function nativeLayouts(root: string, triple: string): string[] {
+  return [path.join(root, 'vendor', triple, 'bin', 'codex'), path.join(root, 'vendor', triple, 'codex', 'codex'), path.join(root, 'bin', `codex-${triple}`)];
+}
+
+/**
  * The native binary behind a found `codex`: itself when it is native (a standalone install or
  * `--cli-path` to the binary), else the one the npm wrapper would exec.
  */
@@ -63,11 +72,11 @@ export function nativeCodexBinary(found: { path: string; realPath: string }): st
   const candidates: string[] = [];
   try {
     const req = createRequire(path.join(packageRoot, 'package.json'));
-    candidates.push(path.join(path.dirname(req.resolve(`${entry.pkg}/package.json`)), 'vendor', entry.triple, 'bin', 'codex'));
+    candidates.push(...nativeLayouts(path.dirname(req.resolve(`${entry.pkg}/package.json`)), entry.triple));
   } catch {
-    // not resolvable from the wrapper: try the wrapper's own vendor folder
+    // not resolvable from the wrapper: try the wrapper's own folders
   }
-  candidates.push(path.join(packageRoot, 'vendor', entry.triple, 'bin', 'codex'));
+  candidates.push(...nativeLayouts(packageRoot, entry.triple));
   for (const candidate of candidates) {
     if (existsSync(candidate)) return realpathSync(candidate);
   }
@@ -83,11 +92,18 @@ export function nativeCodexBinary(found: { path: string; realPath: string }): st
  * for a binary that is not inside an npm installation.
  */
 export function wrapperEnv(nativeBinary: string): Record<string, string> {
-  // …/node_modules/@openai/codex-<platform>/vendor/<triple>/bin/codex
-  const platformPackage = path.resolve(nativeBinary, '..', '..', '..', '..');
-  if (packageName(platformPackage) !== '@openai/codex') return {};
-  const scope = path.dirname(platformPackage);
-  const candidates = [path.join(scope, 'codex'), path.resolve(platformPackage, '..', '..', '..')];
+  // The package holding the binary: the platform package (…/@openai/codex-<platform>/vendor/
+  // <triple>/…, named @openai/codex too) or, in older releases, the wrapper package itself.
+  let holder: string | null = null;
+  for (let dir = path.dirname(nativeBinary), i = 0; i < 5; i++, dir = path.dirname(dir)) {
+    if (packageName(dir) === '@openai/codex') {
+      holder = dir;
+      break;
+    }
+  }
+  if (!holder) return {};
+  const scope = path.dirname(holder);
+  const candidates = [holder, path.join(scope, 'codex'), path.resolve(holder, '..', '..', '..')];
   for (const root of candidates) {
     if (packageName(root) === '@openai/codex' && existsSync(path.join(root, 'bin', 'codex.js'))) {
       return { CODEX_MANAGED_BY_NPM: '1', CODEX_MANAGED_PACKAGE_ROOT: realpathSync(root) };

@@ -185,8 +185,15 @@ export function lastErrorLine(stderr: string): string {
   return errors.at(-1) ?? lines.filter((l) => !/^(Stack backtrace:|\d+: )/.test(l)).at(-1) ?? '';
 }
 
+/**
+ * A message longer than this goes to `codex exec` on stdin (`-`): one argument of argv holds at
+ * most 128 KB on Linux, and a 200 KB message failed to launch at all.
+ */
+export const STDIN_MESSAGE_BYTES = 64 * 1024;
+
 export function execArgv(req: LaunchRequest): string[] {
   const resume = req.mode === 'resume';
+  const viaStdin = Buffer.byteLength(req.message) > STDIN_MESSAGE_BYTES;
   if (resume && !req.sessionId) throw new CalError('internal', 'codex exec resume without a session id');
   return [
     req.cli.realPath,
@@ -197,7 +204,7 @@ export function execArgv(req: LaunchRequest): string[] {
     ...commonOverrides(req.config),
     '--',
     ...(resume ? [req.sessionId as string] : []),
-    req.message,
+    viaStdin ? '-' : req.message,
   ];
 }
 
@@ -212,6 +219,7 @@ export async function runExecTurn(req: StructuredRunRequest): Promise<Structured
     env: codexEnv(req.env, req.cli.realPath),
     timeoutMs: req.timeoutMs,
     maxBuffer: 256 << 20,
+    ...(Buffer.byteLength(req.message) > STDIN_MESSAGE_BYTES ? { input: req.message } : {}),
     // A cancel interrupts codex as Ctrl-C in its terminal would; the stream then ends the turn.
     ...(req.signal ? { interrupt: req.signal } : {}),
     onStdout: report

@@ -3,6 +3,7 @@ import { CalError } from '../../errors.js';
 import type { PinnedCli } from '../../handles/schema.js';
 import { findExecutable, pinCli } from '../resolve.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
+import { compareVersions, pinSupported, type SupportedVersions } from '../versions.js';
 import { codexEnv, nativeCodexBinary, wrapperEnv } from './binary.js';
 import { commonOverrides } from './config.js';
 import { runExecTurn } from './exec.js';
@@ -11,13 +12,19 @@ import { CodexTurnObserver } from './rollout.js';
 import { codexHome, findRolloutsForFirstMessage, pickRollout, scanLaunches } from './sessions.js';
 
 /**
- * OpenAI Codex CLI (measured on 0.169.0; research: codex-cli.md).
+ * OpenAI Codex CLI (measured on 0.169.0, and 0.100.0 … 0.171.0 for the version matrix;
+ * research: codex-cli.md).
  *
- * tmux transport: `codex --no-daemon` always (the shared app-server daemon survives a tmux kill,
- * finishes turns behind cal's back and keeps a stale environment); trust, update checks and the
- * resume working-directory prompt are pre-answered with `-c` overrides, so the user's
- * config.toml is never written. The first message of a launch goes in argv (the TUI submits it
- * once it is ready, also after `resume <id>`). Completion comes only from the rollout.
+ * tmux transport: `codex --no-daemon` where the flag exists (the shared app-server daemon
+ * survives a tmux kill, finishes turns behind cal's back and keeps a stale environment); trust,
+ * update checks and the resume working-directory prompt are pre-answered with `-c` overrides, so
+ * the user's config.toml is never written. The first message of a launch goes in argv (the TUI
+ * submits it once it is ready, also after `resume <id>`). Completion comes only from the rollout.
+ *
+ * No second end-of-turn signal: every supported release writes `task_complete` (with the turn's
+ * id, for success and failure alike) to the rollout. Codex's one hook, the `notify` program, adds
+ * nothing: it fires only after a successful turn (never a failed one), also for the title
+ * thread, and `-c notify=[…]` would replace the user's own notify program (docs/certify.md).
  */
 
 /**
@@ -27,6 +34,25 @@ import { codexHome, findRolloutsForFirstMessage, pickRollout, scanLaunches } fro
  * process carrying our tag is ours.
  */
 export const LAUNCH_TAG_ENV = 'CAL_CODEX_LAUNCH';
+
+/**
+ * Measured with the real binaries (docs/certify.md, "Version matrix"). The floor is the first
+ * release whose rollout says where a turn starts and ends: 0.100.0 writes `task_started` and
+ * `task_complete` with a `turn_id`; 0.99.0 and older (0.40.0, 0.80.0, 0.94.0 … 0.99.0 measured)
+ * write neither, nor any turn id, so no record of theirs ends a turn.
+ */
+export const codexVersions: SupportedVersions = { floor: '0.100.0', certified: '0.171.0' };
+
+/**
+ * The first release with `--no-daemon` (0.156.0; the shared daemon starts by default from
+ * 0.157.0). Older releases have no daemon and refuse the flag ("unexpected argument").
+ */
+export const NO_DAEMON_SINCE = '0.156.0';
+
+/** The TUI's argv head for a pinned release: the native binary, and `--no-daemon` where it exists. */
+export function tuiHead(cli: { realPath: string; version: string }): string[] {
+  return compareVersions(cli.version, NO_DAEMON_SINCE) >= 0 ? [cli.realPath, '--no-daemon'] : [cli.realPath];
+}
 
 export const codexAdapter: CliAdapter = {
   name: 'codex',
@@ -40,11 +66,12 @@ export const codexAdapter: CliAdapter = {
     needsStableWorkingDir: false,
   },
   envNames: ['HOME', 'CODEX_HOME', 'OPENAI_API_KEY', 'CODEX_API_KEY'],
+  versions: codexVersions,
 
   async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
     const found = findExecutable('codex', cliPath, env);
     const native = nativeCodexBinary(found);
-    return pinCli({ path: found.path, realPath: native }, { ...env, ...wrapperEnv(native) });
+    return pinSupported('Codex', await pinCli({ path: found.path, realPath: native }, { ...env, ...wrapperEnv(native) }), codexVersions);
   },
 
   async prepare(env: Record<string, string>, _config: SessionConfig): Promise<void> {
@@ -55,10 +82,13 @@ export const codexAdapter: CliAdapter = {
   },
 
   launch(req: LaunchRequest): LaunchPlan {
-    const argv = [req.cli.realPath, '--no-daemon', ...commonOverrides(req.config), '-c', 'tui.resume_cwd="session"'];
+    const overrides = [...commonOverrides(req.config), '-c', 'tui.resume_cwd="session"'];
+    const argv = [...tuiHead(req.cli), ...overrides];
     if (req.mode === 'resume') {
       if (!req.sessionId) throw new CalError('internal', 'codex resume without a session id');
-      argv.push('resume', req.sessionId);
+      // Given again to the subcommand: releases before 0.16x do not hand the top-level overrides
+      // to `resume` (measured on 0.120.0: the resumed TUI asked to trust the folder).
+      argv.push('resume', req.sessionId, ...overrides);
     }
     // `--` keeps a message that starts with '-' from being read as a flag.
     argv.push('--', req.message);

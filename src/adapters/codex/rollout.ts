@@ -187,9 +187,16 @@ export function normaliseForMatch(text: string): string {
   return text.replace(/\r\n?/g, '\n').trim();
 }
 
-/** Context Codex itself injects as user messages (never what a person typed). */
+/**
+ * Context Codex itself injects as user messages (never what a person typed). Releases up to at
+ * least 0.100.0 send the project's instructions and skills as "# AGENTS.md instructions for
+ * <dir>\n\n<INSTRUCTIONS>…", before the person's first message.
+ */
 export function isInjectedContext(text: string): boolean {
-  return /^\s*<(environment_context|user_instructions|turn_aborted|user_shell_command|subagent_notification|current_time_reminder)\b/.test(text);
+  return (
+    /^\s*<(environment_context|user_instructions|turn_aborted|user_shell_command|subagent_notification|current_time_reminder)\b/.test(text) ||
+    /^# AGENTS\.md instructions for [^\n]*\n\n<INSTRUCTIONS>/.test(text)
+  );
 }
 
 function mcpOutput(result: z.infer<typeof McpToolCallItem>['result']): string | undefined {

@@ -5,6 +5,7 @@ import { CalError } from '../../errors.js';
 import type { PinnedCli } from '../../handles/schema.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
 import { findExecutable, pinCli } from '../resolve.js';
+import { pinSupported, type SupportedVersions } from '../versions.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
 import { SESSION_HEADER, checkRetentionOff, geminiDir, isManagedGeminiHome, scriptedGeminiEnv } from './home.js';
 import { GeminiTurnObserver, classifyRecord, contentText, normaliseForMatch } from './transcript.js';
@@ -42,6 +43,12 @@ const geminiEnv = {
   GEMINI_CLI_TRUST_WORKSPACE: 'true',
   GEMINI_CLI_NO_RELAUNCH: 'true',
 } as const;
+
+/**
+ * Only the pinned release has been measured (the adapter is not registered yet): it is both the
+ * floor and the newest certified.
+ */
+export const geminiVersions: SupportedVersions = { floor: '0.61.0', certified: '0.61.0' };
 
 /** cal's tool policies as Gemini approval modes. */
 const APPROVAL_MODES: Record<string, string | null> = {
@@ -113,11 +120,12 @@ export const geminiAdapter: CliAdapter = {
     needsStableWorkingDir: true,
   },
   envNames: ['HOME', 'GEMINI_CLI_HOME', 'GEMINI_API_KEY', 'GOOGLE_API_KEY', 'GOOGLE_GEMINI_BASE_URL'],
+  versions: geminiVersions,
   pasteSubmitDelayMs: 300,
 
   async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
     const found = findExecutable('gemini', cliPath, env);
-    return pinCli(found, { ...env, ...geminiEnv });
+    return pinSupported('Gemini CLI', await pinCli(found, { ...env, ...geminiEnv }), geminiVersions);
   },
 
   async prepare(env: Record<string, string>, config: SessionConfig): Promise<void> {

@@ -1,14 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { CalError } from '../../errors.js';
 import type { PinnedCli } from '../../handles/schema.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
 import { findExecutable, pinCli } from '../resolve.js';
+import { pinSupported, type SupportedVersions } from '../versions.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
-import { fileURLToPath } from 'node:url';
-import { chooseSessionFile, findSessionFile, scriptedPiEnv, sessionFolders } from './home.js';
-import { MCP_CONFIG_ENV } from './mcp-extension.js';
+import { scriptedPiEnv } from './home.js';
+import { chosenFile, sessionFileFor, sessionFlags } from './launch.js';
+import { piStructured } from './structured.js';
 import { classifyRecord, normaliseForMatch, PiTurnObserver, SessionHeader } from './session.js';
 
 /**
@@ -23,8 +23,11 @@ import { classifyRecord, normaliseForMatch, PiTurnObserver, SessionHeader } from
  * the only thing on disk that cal decides is the session file's name, in the folder Pi itself uses
  * for the working directory (so Pi's own `/resume` lists it).
  */
-/** The bridge extension, next to this file in the build. */
-const MCP_EXTENSION = fileURLToPath(new URL('./mcp-extension.js', import.meta.url));
+/**
+ * Only the pinned release has been proven (docs/certify.md, "Version matrix"): it is both the
+ * floor and the newest certified until older and newer releases are measured.
+ */
+export const piVersions: SupportedVersions = { floor: '0.73.1', certified: '0.73.1' };
 
 export const piAdapter: CliAdapter = {
   name: 'pi',
@@ -32,17 +35,18 @@ export const piAdapter: CliAdapter = {
   capabilities: {
     tmuxContinuation: true,
     nativeResumeInTmux: true,
-    structuredTransport: false,
+    structuredTransport: true,
     apiOnly: false,
     // `--session <path>` resumes from any folder (the header's cwd is used); cal still relaunches
     // in the original one.
     needsStableWorkingDir: false,
   },
   envNames: ['HOME', 'PI_CODING_AGENT_DIR', 'PI_CODING_AGENT_SESSION_DIR', 'PI_OFFLINE'],
+  versions: piVersions,
 
   async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
     const found = findExecutable('pi', cliPath, env);
-    return pinCli(found, { ...env, PI_OFFLINE: '1' });
+    return pinSupported('Pi', await pinCli(found, { ...env, PI_OFFLINE: '1' }), piVersions);
   },
 
   async prepare(_env: Record<string, string>, config: SessionConfig): Promise<void> {
@@ -54,40 +58,22 @@ export const piAdapter: CliAdapter = {
   },
 
   launch(req: LaunchRequest): LaunchPlan {
-    let sessionFile: string;
-    if (req.mode === 'resume') {
-      if (!req.sessionId) throw new CalError('internal', 'pi resume without a session id');
-      // `--session <path>` creates a missing file (a silent fresh start), so the file must be there.
-      const found = findSessionFile(req.env, req.config.cwd, req.sessionId);
-      if (!found) {
-        throw new CalError('resume_unavailable', `pi session ${req.sessionId} has no session file in ${sessionFolders(req.env, req.config.cwd).join(' or ')} any more, so pi cannot resume it (it would start a new session)`);
-      }
-      sessionFile = found;
-    } else {
-      // A relaunch of a session that never bound keeps the file it chose first.
-      sessionFile = req.sessionId && path.isAbsolute(req.sessionId) ? req.sessionId : chooseSessionFile(req.env, req.config.cwd, req.sessionId ?? randomUUID());
-    }
-    const argv = [req.cli.realPath, '--session', sessionFile];
-    if (req.config.model) argv.push('--model', req.config.model);
-    if (req.config.systemPrompt) argv.push('--append-system-prompt', req.config.systemPrompt);
-    const env: Record<string, string> = { ...req.env };
-    delete env[MCP_CONFIG_ENV];
-    if (req.config.mcpConfigPath) {
-      // Pi has no MCP client: cal's bridge extension (loaded by Pi's own -e) starts the servers.
-      argv.push('--extension', MCP_EXTENSION);
-      env[MCP_CONFIG_ENV] = req.config.mcpConfigPath;
-    }
+    const sessionFile = sessionFileFor(req);
+    const flags = sessionFlags(req);
     // The first message goes in argv: the TUI prompts with it once it is ready (measured: no
     // keystroke race, no bracketed paste before the TUI asked for it, tabs kept). Pi's parser
     // has no `--`; pasteText keeps a leading '-' or '@' from being read as a flag or a file.
-    argv.push(req.message);
-    return { argv, env, cwd: req.config.cwd, deliversMessage: true, sessionId: sessionFile };
+    const argv = [req.cli.realPath, '--session', sessionFile, ...flags.argv, req.message];
+    return { argv, env: flags.env, cwd: req.config.cwd, deliversMessage: true, sessionId: sessionFile };
   },
 
   async bindTranscript(req: BindRequest): Promise<TranscriptBinding | null> {
     // Pi writes the file only once the first reply (or error) exists, with the user message in it.
-    if (!req.sessionId || !path.isAbsolute(req.sessionId)) return null;
-    const read = await readJsonlFrom(req.sessionId, 0);
+    // The id is the file a pane launch chose, or (structured) the pending id the file is named after.
+    if (!req.sessionId) return null;
+    const file = path.isAbsolute(req.sessionId) ? req.sessionId : chosenFile(req.env, req.config.cwd, req.sessionId);
+    if (!file) return null;
+    const read = await readJsonlFrom(file, 0);
     if (read.missing) return null;
     const needle = normaliseForMatch(req.message);
     const recorded = read.records.some((r) => {
@@ -97,12 +83,14 @@ export const piAdapter: CliAdapter = {
     if (!recorded) return null;
     const header = read.records.map((r) => SessionHeader.safeParse(r.value)).find((h) => h.success);
     if (!header?.success) return null;
-    return { path: req.sessionId, sessionId: header.data.id };
+    return { path: file, sessionId: header.data.id };
   },
 
   observeTurn(message: string, notBefore?: Date) {
     return new PiTurnObserver(message, notBefore);
   },
+
+  structured: piStructured,
 
   pasteText(message: string): string {
     // In argv a leading '-' is a flag and '@' a file to attach: a space keeps it text. Pasted, the

@@ -11,7 +11,7 @@ import { TranscriptTurnObserver } from '../turn-observer.js';
  * `stop`/`length` (the turn's final answer), `error` (`errorMessage`), `aborted` (Esc).
  */
 const TextBlock = z.object({ type: z.literal('text'), text: z.string() });
-const ToolCallBlock = z.object({ type: z.literal('toolCall'), id: z.string(), name: z.string(), arguments: z.unknown().optional() });
+export const ToolCallBlock = z.object({ type: z.literal('toolCall'), id: z.string(), name: z.string(), arguments: z.unknown().optional() });
 const AnyBlock = z.object({ type: z.string() }).passthrough();
 
 const UserMessage = z.object({
@@ -19,14 +19,14 @@ const UserMessage = z.object({
   content: z.union([z.string(), z.array(AnyBlock)]),
 });
 
-const AssistantMessage = z.object({
+export const AssistantMessage = z.object({
   role: z.literal('assistant'),
   content: z.array(AnyBlock),
   stopReason: z.string(),
   errorMessage: z.string().optional(),
 });
 
-const ToolResultMessage = z.object({
+export const ToolResultMessage = z.object({
   role: z.literal('toolResult'),
   toolCallId: z.string(),
   toolName: z.string().optional(),
@@ -107,7 +107,7 @@ export function normaliseForMatch(text: string): string {
   return text.replace(/\r\n?/g, '\n').replace(/\t/g, '    ').trim();
 }
 
-function toolFromCall(block: z.infer<typeof ToolCallBlock>): ToolActivity {
+export function toolFromCall(block: z.infer<typeof ToolCallBlock>): ToolActivity {
   const input = block.arguments ?? null;
   if (block.name === 'bash') {
     const command = (input as { command?: unknown } | null)?.command;

@@ -149,7 +149,8 @@ export async function stableWorkingDir(ctx: ScenarioContext): Promise<void> {
   const work = await ctx.workDir({ viaSymlink: true });
   const code = ctx.codeword('STABLE');
   const { handle } = await ctx.startCompleted(remember(code), { cwd: work.path });
-  await ctx.sessions.killTmux(handle.id);
+  // On tmux the resume is a relaunch in a new pane; the structured transport relaunches every turn.
+  if (handle.provider.transport === 'tmux') await ctx.sessions.killTmux(handle.id);
   // The caller is elsewhere and names no folder: the resume still runs in the session's own.
   const resumed = await ctx.continueCompleted(handle.id, RECALL);
   expectRecalled(ctx, resumed.turn, code);

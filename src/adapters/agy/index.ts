@@ -1,0 +1,71 @@
+import type { PinnedCli } from '../../handles/schema.js';
+import { findExecutable, readVersion } from '../resolve.js';
+import { noScriptedModel, noTmuxTransport, UndecidableTurnObserver } from '../structured-only.js';
+import type { CliAdapter, LaunchPlan, SessionConfig, TranscriptBinding } from '../types.js';
+import { probeAgy } from './binary.js';
+import { runAgyTurn } from './turn.js';
+
+/**
+ * Agy, Google's Antigravity CLI (a closed-source Go binary; research §E, from its release notes,
+ * docs mirrors and third-party parsers; nothing here was run against the real binary).
+ *
+ * Capability-probed and structured only: a binary whose `--help` lacks `--output-format
+ * stream-json` or `--conversation` is refused (`cli_unsupported`) before any handle exists. Each
+ * turn is one `agy --output-format stream-json [--conversation <id>] -p <message>` process (see
+ * turn.ts); the id comes from the first turn's `init` event. Agy's step log
+ * (`brain/<id>/…/transcript_full.jsonl`) has no documented end-of-turn record, so there is no tmux
+ * transport. Conversations are kept by id, not by folder; cal still resumes only in the original.
+ *
+ * Agy has no base-URL override, so it cannot run against cal's scripted model: only a user's
+ * live run certifies it.
+ */
+export const agyAdapter: CliAdapter = {
+  name: 'agy',
+  executable: 'agy',
+  capabilities: {
+    tmuxContinuation: false,
+    nativeResumeInTmux: false,
+    structuredTransport: true,
+    apiOnly: false,
+    needsStableWorkingDir: false,
+  },
+  envNames: ['HOME'],
+  liveCertificationOnly: 'agy has no base-URL override (it talks to Google Cloud Code Assist with your Google sign-in), so only a run with the real agy and a signed-in account can prove it',
+
+  async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
+    const found = findExecutable('agy', cliPath, env);
+    const pinned = { ...found, version: await readVersion(found.realPath, env) };
+    // A release without stream-json output or resume by id is refused before any handle exists.
+    await probeAgy(pinned, env);
+    return pinned;
+  },
+
+  async prepare(_env: Record<string, string>, _config: SessionConfig): Promise<void> {
+    // No dialog to pre-answer in print mode; --system-prompt and --mcp-config are refused per turn.
+  },
+
+  launch(): LaunchPlan {
+    return noTmuxTransport('agy');
+  },
+
+  async bindTranscript(): Promise<TranscriptBinding | null> {
+    // The conversation id exists only once agy reports it; a first turn is bound by its result.
+    return null;
+  },
+
+  observeTurn() {
+    return new UndecidableTurnObserver();
+  },
+
+  pasteText(message: string): string {
+    return message;
+  },
+
+  structured: {
+    run: (req) => runAgyTurn(req),
+  },
+
+  async scriptedModelEnv(): Promise<Record<string, string>> {
+    return noScriptedModel('agy', 'agy has no base-URL override');
+  },
+};

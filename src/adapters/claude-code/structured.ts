@@ -1,0 +1,164 @@
+import { existsSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { CalError } from '../../errors.js';
+import type { ToolActivity } from '../../handles/tool-activity.js';
+import { runJsonlProcess, lastStderrLine } from '../structured-process.js';
+import type { LaunchRequest, StructuredTransport, StructuredTurnResult, TurnProgress } from '../types.js';
+import { launchEnv, sessionFlags, transcriptCandidates } from './launch.js';
+import { classifyRecord, TextBlock, toolFromUse, ToolResultBlock, ToolUseBlock, resultText } from './transcript.js';
+
+/**
+ * Structured transport (research: adapters-gemini-cursor-agy-claude-structured.md §F, measured on
+ * 2.1.328): one `claude -p --output-format stream-json --verbose` process per turn, with
+ * `--session-id <id>` (the id the handle chose up front) for the first turn and `--resume <id>`
+ * after. The message goes on stdin (`--input-format text`, kept byte for byte), never in argv.
+ *
+ * The turn ends only with the `result` event. Success is `is_error: false` with
+ * `terminal_reason` `completed` (or none, as for a local command); `subtype` is never read: an
+ * API error keeps `subtype: "success"` with `is_error: true`, `terminal_reason: "api_error"`.
+ * An unknown resume id is a `result` with `errors: ["No conversation found with session ID: …"]`.
+ */
+const InitEvent = z.object({ type: z.literal('system'), subtype: z.literal('init'), session_id: z.string() }).passthrough();
+const ResultEvent = z
+  .object({
+    type: z.literal('result'),
+    is_error: z.boolean(),
+    session_id: z.string().optional(),
+    result: z.string().optional(),
+    terminal_reason: z.string().nullable().optional(),
+    api_error_status: z.number().nullable().optional(),
+    errors: z.array(z.string()).optional(),
+  })
+  .passthrough();
+
+type Result = z.infer<typeof ResultEvent>;
+
+/** Follows one `-p` event stream: the session id, the text and tool calls so far, the result. */
+export class ClaudeStream implements TurnProgress {
+  sessionId: string | null = null;
+  result: Result | null = null;
+  tools: ToolActivity[] = [];
+  partialAnswer = '';
+  unknownEvents = 0;
+  private readonly toolIndex = new Map<string, ToolActivity>();
+
+  get observation(): TurnProgress['observation'] {
+    return this.sessionId ? { phase: 'running', turnKey: null } : { phase: 'waiting' };
+  }
+
+  feed(value: unknown): void {
+    const init = InitEvent.safeParse(value);
+    if (init.success) {
+      this.sessionId = init.data.session_id;
+      return;
+    }
+    const result = ResultEvent.safeParse(value);
+    if (result.success) {
+      this.result = result.data;
+      if (result.data.session_id) this.sessionId ??= result.data.session_id;
+      return;
+    }
+    const rec = classifyRecord(value);
+    if (rec.kind === 'assistant') {
+      const text = rec.record.message.content
+        .map((b) => TextBlock.safeParse(b))
+        .flatMap((b) => (b.success ? [b.data.text] : []))
+        .join('');
+      if (text) this.partialAnswer = text;
+      for (const block of rec.record.message.content) {
+        const use = ToolUseBlock.safeParse(block);
+        if (!use.success) continue;
+        // No status until its result arrives: --stream prints the result line once it has one.
+        const tool = toolFromUse(use.data);
+        this.tools.push(tool);
+        this.toolIndex.set(use.data.id, tool);
+      }
+    } else if (rec.kind === 'user' && Array.isArray(rec.record.message.content)) {
+      for (const block of rec.record.message.content) {
+        const done = ToolResultBlock.safeParse(block);
+        const tool = done.success ? this.toolIndex.get(done.data.tool_use_id) : undefined;
+        if (!done.success || !tool) continue;
+        tool.output = resultText(done.data);
+        tool.status = done.data.is_error ? 'error' : 'completed';
+      }
+    } else if (rec.kind === 'unknown') {
+      // rate_limit_event, stream_event, hook events and whatever a newer version adds.
+      this.unknownEvents++;
+    }
+  }
+}
+
+/** A message `-p` would run as a slash command keeps a leading space: then it is text (measured). */
+export function structuredText(message: string): string {
+  return message.startsWith('/') ? ` ${message}` : message;
+}
+
+export function printArgv(req: LaunchRequest, mode: 'fresh' | 'resume', sessionId: string): string[] {
+  const argv = [req.cli.realPath, '-p', '--input-format', 'text', '--output-format', 'stream-json', '--verbose'];
+  argv.push(mode === 'fresh' ? '--session-id' : '--resume', sessionId);
+  argv.push(...sessionFlags(req.config));
+  // Only the handle's MCP servers, as the session was configured (this also ends --mcp-config).
+  if (req.config.mcpConfigPath) argv.push('--strict-mcp-config');
+  return argv;
+}
+
+async function transcriptOf(req: LaunchRequest, id: string): Promise<string | null> {
+  for (const file of await transcriptCandidates(req.env, req.config.cwd, id)) if (existsSync(file)) return file;
+  return null;
+}
+
+async function runPrintTurn(req: LaunchRequest & { timeoutMs: number; onProgress?: (progress: TurnProgress) => void }): Promise<StructuredTurnResult> {
+  let mode = req.mode;
+  let id = req.sessionId;
+  if (mode === 'resume' && !id) throw new CalError('internal', 'claude --resume without a session id');
+  if (mode === 'fresh') {
+    id ??= randomUUID();
+    // A first turn that already reached the CLI (cal lost it after the send) is resumed: the id
+    // is taken, and starting it again would fail ("already in use") or fork the history.
+    if (await transcriptOf(req, id)) mode = 'resume';
+  }
+  const sessionId = id as string;
+  const stream = new ClaudeStream();
+  const report = req.onProgress;
+  const run = await runJsonlProcess({
+    argv: printArgv(req, mode, sessionId),
+    env: launchEnv(req.env, req.config),
+    cwd: req.config.cwd,
+    stdin: structuredText(req.message),
+    timeoutMs: req.timeoutMs,
+    onEvent(value) {
+      stream.feed(value);
+      report?.(stream);
+    },
+  });
+  if (run.timedOut) throw new CalError('timeout', `claude -p gave no result within ${Math.round(req.timeoutMs / 1000)}s`);
+  const result = stream.result;
+  if (!result) {
+    const why = lastStderrLine(run.stderr) || `exit status ${run.exitCode}`;
+    if (run.signal) throw new CalError('lost', `claude -p was ended by ${run.signal} before its result: ${why}`);
+    throw new CalError(
+      'turn_failed',
+      `claude -p ended (exit ${run.exitCode}) without a result event (${stream.unknownEvents + run.otherLines} unrecognised lines): ${why}`,
+    );
+  }
+  const errors = result.errors?.filter(Boolean) ?? [];
+  if (mode === 'resume' && errors.some((e) => /No conversation found/i.test(e))) {
+    throw new CalError('resume_unavailable', `claude refused to resume session ${sessionId}: ${errors.join('; ')}`);
+  }
+  const base = {
+    sessionId: result.session_id ?? stream.sessionId ?? sessionId,
+    tools: stream.tools,
+    transcriptPath: await transcriptOf(req, result.session_id ?? sessionId),
+  };
+  const reason = result.terminal_reason ?? null;
+  if (!result.is_error && (reason === null || reason === 'completed')) {
+    return { ...base, status: 'completed', answer: result.result ?? stream.partialAnswer, error: null };
+  }
+  const error = errors.join('; ') || result.result || `claude -p ended with terminal_reason ${reason ?? 'unknown'}`;
+  // aborted_streaming, aborted_tools: the turn was stopped (a signal, an interrupt), not failed.
+  if (reason?.startsWith('aborted')) return { ...base, status: 'interrupted', answer: null, error };
+  return { ...base, status: 'failed', answer: null, error };
+}
+
+export const claudeStructured: StructuredTransport = { run: runPrintTurn };

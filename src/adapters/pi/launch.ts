@@ -1,0 +1,69 @@
+import { randomUUID } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CalError } from '../../errors.js';
+import type { LaunchRequest } from '../types.js';
+import { chooseSessionFile, findSessionFile, readHeaderId, sessionFolders } from './home.js';
+import { MCP_CONFIG_ENV } from './mcp-extension.js';
+
+/**
+ * What every launch of Pi shares, in a pane (`pi --session <file> <message>`) or one turn at a
+ * time (`pi --mode json --session <file>`): the session file, and the session's runtime flags.
+ */
+
+/** The bridge extension, next to this file in the build. */
+const MCP_EXTENSION = fileURLToPath(new URL('./mcp-extension.js', import.meta.url));
+
+/**
+ * The session file a launch uses. resume: the file whose header carries the native id (it must
+ * exist: `--session <path>` creates a missing file, a silent fresh start). fresh: the file cal
+ * chose for the pending id (an absolute path kept from an earlier launch, or the file already
+ * named after it), else a new file in the folder Pi itself uses for the working directory.
+ */
+export function sessionFileFor(req: LaunchRequest): string {
+  if (req.mode === 'resume') {
+    if (!req.sessionId) throw new CalError('internal', 'pi resume without a session id');
+    const found = findSessionFile(req.env, req.config.cwd, req.sessionId);
+    if (!found) {
+      throw new CalError('resume_unavailable', `pi session ${req.sessionId} has no session file in ${sessionFolders(req.env, req.config.cwd).join(' or ')} any more, so pi cannot resume it (it would start a new session)`);
+    }
+    return found;
+  }
+  if (req.sessionId && path.isAbsolute(req.sessionId)) return req.sessionId;
+  const id = req.sessionId ?? randomUUID();
+  return chosenFile(req.env, req.config.cwd, id) ?? chooseSessionFile(req.env, req.config.cwd, id);
+}
+
+/** The session file cal named after `id` (chooseSessionFile) that Pi already wrote, or null. */
+export function chosenFile(env: Record<string, string>, cwd: string, id: string): string | null {
+  for (const folder of sessionFolders(env, cwd)) {
+    let names: string[];
+    try {
+      names = readdirSync(folder);
+    } catch {
+      continue;
+    }
+    const name = names.find((n) => n.endsWith(`_${id}.jsonl`));
+    if (name && readHeaderId(path.join(folder, name))) return path.join(folder, name);
+  }
+  return null;
+}
+
+/**
+ * Model, system prompt and MCP servers as flags and environment, the same for every launch.
+ * Pi has no MCP client: cal's bridge extension (loaded by Pi's own `--extension`) starts the
+ * servers of the config named in the environment.
+ */
+export function sessionFlags(req: LaunchRequest): { argv: string[]; env: Record<string, string> } {
+  const argv: string[] = [];
+  if (req.config.model) argv.push('--model', req.config.model);
+  if (req.config.systemPrompt) argv.push('--append-system-prompt', req.config.systemPrompt);
+  const env: Record<string, string> = { ...req.env };
+  delete env[MCP_CONFIG_ENV];
+  if (req.config.mcpConfigPath) {
+    argv.push('--extension', MCP_EXTENSION);
+    env[MCP_CONFIG_ENV] = req.config.mcpConfigPath;
+  }
+  return { argv, env };
+}

@@ -1,0 +1,158 @@
+import { z } from 'zod';
+import { CalError } from '../../errors.js';
+import type { ToolActivity } from '../../handles/tool-activity.js';
+import { lastStderrLine, runJsonlProcess } from '../structured-process.js';
+import type { LaunchRequest, StructuredTransport, StructuredTurnResult, TurnProgress } from '../types.js';
+import { sessionFileFor, sessionFlags } from './launch.js';
+import { AssistantMessage, contentText, SessionHeader, ToolCallBlock, toolFromCall, ToolResultMessage } from './session.js';
+
+/**
+ * Structured transport (research: gemini-pi-cli.md P2, measured on 0.73.1): one
+ * `pi --mode json --session <file>` process per turn, the same file for every turn (chosen up
+ * front for the first, as the tmux adapter chooses it; found by its header id after). The event
+ * stream starts with the session header, then `agent_start` … `message_end` … `agent_end`.
+ *
+ * Pi exits 0 in JSON mode also when the model failed, so the turn's outcome is the last
+ * assistant message of the last `agent_end` that no `auto_retry_start` followed: `stopReason`
+ * `stop`/`length` → completed, `error` → failed with Pi's `errorMessage`, `aborted` →
+ * interrupted.
+ */
+const Header = SessionHeader;
+const MessageEnd = z.object({ type: z.literal('message_end'), message: z.object({ role: z.string() }).passthrough() });
+const AgentEnd = z.object({ type: z.literal('agent_end') });
+const RetryStart = z.object({ type: z.literal('auto_retry_start') });
+const RetryEnd = z.object({ type: z.literal('auto_retry_end'), success: z.boolean(), finalError: z.string().optional() });
+// message_update carries deltas; --stream shows whole messages (message_end), as for the other CLIs.
+const KnownOther = z.object({ type: z.enum(['agent_start', 'turn_start', 'turn_end', 'message_start', 'message_update', 'tool_execution_start', 'tool_execution_update', 'tool_execution_end', 'queue_update', 'compaction_start', 'compaction_end']) });
+
+/** Follows one `--mode json` event stream: the session id, text and tool calls so far, the end. */
+export class PiStream implements TurnProgress {
+  sessionId: string | null = null;
+  /** The last assistant message, and whether an `agent_end` closed the run after it. */
+  last: z.infer<typeof AssistantMessage> | null = null;
+  ended = false;
+  retryError: string | null = null;
+  tools: ToolActivity[] = [];
+  partialAnswer = '';
+  unknownEvents = 0;
+  private readonly toolIndex = new Map<string, ToolActivity>();
+
+  get observation(): TurnProgress['observation'] {
+    return this.sessionId ? { phase: 'running', turnKey: null } : { phase: 'waiting' };
+  }
+
+  feed(value: unknown): void {
+    const header = Header.safeParse(value);
+    if (header.success) {
+      this.sessionId = header.data.id;
+      return;
+    }
+    const end = MessageEnd.safeParse(value);
+    if (end.success) {
+      this.onMessage(end.data.message);
+      return;
+    }
+    if (AgentEnd.safeParse(value).success) {
+      this.ended = true;
+      return;
+    }
+    if (RetryStart.safeParse(value).success) {
+      // Pi retries the request: the agent_end before it did not close the run.
+      this.ended = false;
+      return;
+    }
+    const retryEnd = RetryEnd.safeParse(value);
+    if (retryEnd.success) {
+      if (!retryEnd.data.success) this.retryError = retryEnd.data.finalError ?? null;
+      return;
+    }
+    if (!KnownOther.safeParse(value).success) this.unknownEvents++;
+  }
+
+  private onMessage(message: { role: string }): void {
+    if (message.role === 'assistant') {
+      const assistant = AssistantMessage.safeParse(message);
+      if (!assistant.success) {
+        this.unknownEvents++;
+        return;
+      }
+      this.last = assistant.data;
+      const text = contentText(assistant.data.content);
+      if (text) this.partialAnswer = text;
+      for (const block of assistant.data.content) {
+        const call = ToolCallBlock.safeParse(block);
+        if (!call.success) continue;
+        // No status until its result arrives: --stream prints the result line once it has one.
+        const { status: _running, ...tool } = toolFromCall(call.data);
+        this.tools.push(tool);
+        this.toolIndex.set(call.data.id, tool);
+      }
+    } else if (message.role === 'toolResult') {
+      const result = ToolResultMessage.safeParse(message);
+      const tool = result.success ? this.toolIndex.get(result.data.toolCallId) : undefined;
+      if (!result.success || !tool) return;
+      const output = contentText(result.data.content);
+      if (output !== null) tool.output = output;
+      tool.status = result.data.isError ? 'error' : 'completed';
+    }
+  }
+}
+
+/** Messages over this many bytes go on stdin: Linux refuses a single argument over 128 KiB. */
+const ARGV_LIMIT = 100_000;
+
+/**
+ * How the message reaches Pi. Pi trims what it reads from stdin and appends its first message
+ * argument to it (measured), while an argument is kept exactly. So: the message without its
+ * trailing blanks on stdin, those blanks as the argument; a message that starts with blanks goes
+ * whole in argv when it fits (else its leading blanks are lost). A leading '/' (a prompt template,
+ * skill or extension command) is kept text by a zero-width space, as in a pane.
+ */
+export function messageDelivery(message: string): { stdin: string; argv: string[] } {
+  const text = message.startsWith('/') ? `\u200b${message}` : message;
+  if (/^\s/.test(text) && Buffer.byteLength(text) <= ARGV_LIMIT) return { stdin: '', argv: [text] };
+  const core = text.trimEnd();
+  const tail = text.slice(core.length);
+  return { stdin: core, argv: tail ? [tail] : [] };
+}
+
+async function runJsonTurn(req: LaunchRequest & { timeoutMs: number; onProgress?: (progress: TurnProgress) => void }): Promise<StructuredTurnResult> {
+  const sessionFile = sessionFileFor(req);
+  const flags = sessionFlags(req);
+  const delivery = messageDelivery(req.message);
+  const stream = new PiStream();
+  const report = req.onProgress;
+  const run = await runJsonlProcess({
+    argv: [req.cli.realPath, '--mode', 'json', '--session', sessionFile, ...flags.argv, ...delivery.argv],
+    env: flags.env,
+    cwd: req.config.cwd,
+    stdin: delivery.stdin,
+    timeoutMs: req.timeoutMs,
+    onEvent(value) {
+      stream.feed(value);
+      report?.(stream);
+    },
+  });
+  if (run.timedOut) throw new CalError('timeout', `pi --mode json gave no end of run within ${Math.round(req.timeoutMs / 1000)}s`);
+  const why = lastStderrLine(run.stderr) || `exit status ${run.exitCode}`;
+  if (!stream.sessionId) throw new CalError('turn_failed', `pi --mode json failed before it opened session ${sessionFile}: ${why}`);
+  const base = { sessionId: stream.sessionId, tools: stream.tools, transcriptPath: sessionFile };
+  const last = stream.last;
+  if (!stream.ended || !last) {
+    if (run.signal) throw new CalError('lost', `pi was ended by ${run.signal} before the run ended: ${why}`);
+    throw new CalError('turn_failed', `pi --mode json ended (exit ${run.exitCode}) without agent_end (${stream.unknownEvents + run.otherLines} unrecognised lines): ${why}`);
+  }
+  switch (last.stopReason) {
+    case 'stop':
+    case 'length':
+      return { ...base, status: 'completed', answer: contentText(last.content) ?? '', error: null };
+    case 'aborted':
+      return { ...base, status: 'interrupted', answer: null, error: last.errorMessage || 'the turn was interrupted' };
+    case 'error':
+      return { ...base, status: 'failed', answer: null, error: last.errorMessage || stream.retryError || 'Pi recorded an error without a message' };
+    default:
+      return { ...base, status: 'failed', answer: null, error: `pi ended the run with stopReason ${last.stopReason} and no answer` };
+  }
+}
+
+export const piStructured: StructuredTransport = { run: runJsonTurn };

@@ -1,0 +1,28 @@
+import { Argument, Option, type Command } from 'commander';
+import { flagOf, type ArgSpec, type ArgValues, type CommandSpec, type GlobalOptions, type OptionSpec, type OptionValues } from './spec.js';
+
+/** Adds one spec's command (under its group, for `model serve`) and wires its action to the exit code. */
+export function register(program: Command, spec: CommandSpec, setExit: (code: number) => void): void {
+  const words = spec.name.split(' ');
+  let parent = program;
+  for (const group of words.slice(0, -1)) {
+    parent = parent.commands.find((c) => c.name() === group) ?? parent.command(group).description(spec.groupHelp ?? '');
+  }
+  const command = parent.command(words.at(-1) as string).description(spec.help);
+  for (const arg of spec.args) {
+    const name = `${arg.name}${arg.variadic ? '...' : ''}`;
+    command.addArgument(new Argument(arg.required ? `<${name}>` : `[${name}]`, arg.help));
+  }
+  for (const [key, o] of Object.entries(spec.options)) {
+    const option = new Option(o.value ? `${flagOf(key)} ${o.value}` : flagOf(key), o.help);
+    if (o.choices) option.choices(o.choices);
+    if (o.required) option.makeOptionMandatory();
+    if (o.default !== undefined) option.default(o.default);
+    command.addOption(option);
+  }
+  command.action(async (...received: unknown[]) => {
+    const args = received.slice(0, spec.args.length) as ArgValues<readonly ArgSpec[]>;
+    const opts = received[spec.args.length] as OptionValues<Record<string, OptionSpec>>;
+    setExit(await spec.run(args, opts, program.opts<GlobalOptions>()));
+  });
+}

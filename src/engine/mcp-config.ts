@@ -1,0 +1,27 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { CalError } from '../errors.js';
+
+/**
+ * `--mcp-config F` is one file format for every CLI (Claude Code's own): `{"mcpServers": {name:
+ * {command, args?, env?} | {url, ...}}}`. It is checked when the session starts, before any turn
+ * is recorded, so a bad file is the same `usage` error for every CLI rather than whatever each
+ * CLI does with it after launch (Claude Code exited, Codex refused its overrides).
+ */
+const McpServer = z.union([z.object({ command: z.string().min(1) }).passthrough(), z.object({ url: z.string().min(1) }).passthrough()]);
+const McpConfig = z.object({ mcpServers: z.record(z.string(), McpServer) }).passthrough();
+
+export function checkMcpConfig(file: string): void {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    const why = (err as NodeJS.ErrnoException).code ? `cannot read it (${(err as NodeJS.ErrnoException).code})` : 'it is not JSON';
+    throw new CalError('usage', `--mcp-config ${file}: ${why}; expected {"mcpServers": {"name": {"command": ...}}}`);
+  }
+  const parsed = McpConfig.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new CalError('usage', `--mcp-config ${file}: ${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}; expected {"mcpServers": {"name": {"command": ...}}}`);
+  }
+}

@@ -1,0 +1,244 @@
+import { CalError } from '../errors.js';
+import { certIds } from '../certify/types.js';
+import { listCertifications, saveCertification } from '../certify/results.js';
+import { AgentSessions, type StartRequest } from '../sessions/agent-sessions.js';
+import { resolveStateDir } from '../state/paths.js';
+import { StateStore, type EventRecord } from '../state/store.js';
+import { CertificationError, completedOrThrow } from './errors.js';
+import { handleEvents } from './events.js';
+import { checkHistory, checkMessage, recordedConversation, splitHistory } from './history.js';
+import type {
+  AskOptions,
+  CalEvent,
+  CertId,
+  CertifyOptions,
+  CertifyResult,
+  ContinueOptions,
+  EventsOptions,
+  Handle,
+  HandleRef,
+  InspectOptions,
+  OpenOptions,
+  RecoverOptions,
+  RecoverResult,
+  SessionDetail,
+  SessionList,
+  Sessions,
+  StartOptions,
+  TurnCallOptions,
+  TurnResult,
+} from './types.js';
+
+/**
+ * The library: the continuation contract for TypeScript programs, on top of the agent-session
+ * layer. The CLI's commands call this same object (parse, call, render), so the two cannot drift.
+ */
+export async function openSessions(options: OpenOptions = {}): Promise<Sessions> {
+  const env = definedEnv(options.env ?? process.env);
+  const store = await StateStore.open(resolveStateDir(options.stateDir, env));
+  return new CalSessions(store, env);
+}
+
+type SessionProgress = NonNullable<StartRequest['onProgress']>;
+
+class CalSessions implements Sessions {
+  private readonly agents: AgentSessions;
+
+  constructor(
+    private readonly store: StateStore,
+    private readonly env: Record<string, string>,
+  ) {
+    this.agents = new AgentSessions(store);
+  }
+
+  get stateDir(): string {
+    return this.store.layout.root;
+  }
+
+  async start(o: StartOptions): Promise<TurnResult> {
+    checkMessage(o.message);
+    refuseAborted(o.signal);
+    const result = await this.agents.start({
+      provider: o.provider,
+      message: o.message,
+      cwd: o.cwd,
+      model: o.model,
+      transport: o.transport,
+      name: o.name,
+      systemPrompt: o.systemPrompt,
+      mcpConfig: o.mcpConfig,
+      cliPath: o.cliPath,
+      timeoutSeconds: o.timeoutSeconds,
+      env: this.env,
+      ...callbacks(o),
+      ...withSignal(o.signal),
+    });
+    return completedOrThrow(result);
+  }
+
+  async continue(ref: HandleRef, message: string, o: ContinueOptions = {}): Promise<TurnResult> {
+    const handleRef = refOf(ref);
+    checkMessage(message);
+    refuseAborted(o.signal);
+    const result = await this.agents.continue({
+      ref: handleRef,
+      message,
+      cwd: o.cwd,
+      model: o.model,
+      systemPrompt: o.systemPrompt,
+      mcpConfig: o.mcpConfig,
+      waitSeconds: waitSeconds(o.wait),
+      timeoutSeconds: o.timeoutSeconds,
+      env: this.env,
+      ...callbacks(o),
+      ...withSignal(o.signal),
+    });
+    return completedOrThrow(result);
+  }
+
+  /**
+   * No handle: a new session. A handle: its recorded conversation must be the caller's earlier
+   * messages, and only the newest user message goes on (a native session holds the rest; an
+   * API session continues from its managed copy). Never a replay.
+   */
+  async ask(o: AskOptions): Promise<TurnResult> {
+    const { earlier, newMessage } = splitHistory(o.messages);
+    if (o.handle === undefined || o.handle === null) {
+      if (earlier.length > 0) {
+        throw new CalError('usage', `ask() without a handle starts a new session, which holds none of the ${earlier.length} earlier messages; pass the handle they belong to, or only the new message`);
+      }
+      if (!o.provider) throw new CalError('usage', 'ask() without a handle starts a new session: provider is required');
+      return this.start({ ...o, provider: o.provider, message: newMessage });
+    }
+    const handle = await this.store.loadHandle(refOf(o.handle));
+    try {
+      if (o.provider !== undefined && o.provider !== handle.provider.provider) {
+        throw new CalError('stale_handle', `stale handle: provider differs (expected ${JSON.stringify(handle.provider.provider)}, got ${JSON.stringify(o.provider)})`, {
+          field: 'provider',
+          expected: handle.provider.provider,
+          actual: o.provider,
+          handle: handle.id,
+        });
+      }
+      checkHistory(earlier, recordedConversation(await this.store.listTurns(handle.id)), handle.id);
+    } catch (err) {
+      if (err instanceof CalError && err.kind === 'stale_handle') {
+        await this.agents.workflowEvent(handle.id, 'stale_handle', { field: err.field, expected: clipped(err.expected), actual: clipped(err.actual) }, o.onEvent as EventSink);
+      }
+      throw err;
+    }
+    return this.continue(handle.id, newMessage, o);
+  }
+
+  async killTmux(ref: HandleRef): Promise<Handle> {
+    return this.agents.killTmux(refOf(ref));
+  }
+
+  inspect(): Promise<SessionList>;
+  inspect(ref: HandleRef, options?: InspectOptions): Promise<SessionDetail>;
+  async inspect(ref?: HandleRef, options: InspectOptions = {}): Promise<SessionList | SessionDetail> {
+    if (ref === undefined) {
+      const handles = await this.agents.list();
+      return { handles, certifications: await listCertifications(this.stateDir), unreadable: await this.store.unreadableHandles() };
+    }
+    const handleRef = refOf(ref);
+    const view = await this.agents.describe(handleRef);
+    const { provider, cli } = view.handle.provider;
+    const certification = cli ? (await listCertifications(this.stateDir)).filter((c) => c.provider === provider && c.version === cli.version) : [];
+    const alive = view.currentPaneAlive;
+    const screen = alive && options.screen !== false ? await this.agents.screen(handleRef).catch(() => null) : null;
+    const attach = alive ? await this.agents.attachCommand(handleRef) : null;
+    return { ...view, screen, attach, certification };
+  }
+
+  /** Turns first (from the CLI transcripts), then the plan runs they belong to, from the phase they reached. */
+  async recover(o: RecoverOptions = {}): Promise<RecoverResult> {
+    refuseAborted(o.signal);
+    const onEvent = o.onEvent as EventSink;
+    const turns = await this.agents.recover({ dryRun: o.dryRun, retryLost: o.retryLost, timeoutSeconds: o.timeoutSeconds, env: this.env, onEvent, ...withSignal(o.signal) });
+    const { recoverRuns } = await import('../workflow/runner.js');
+    const runs = await recoverRuns(this.store, this.agents, { env: this.env, dryRun: o.dryRun, onEvent });
+    return { dryRun: Boolean(o.dryRun), turns, runs };
+  }
+
+  async certify(o: CertifyOptions): Promise<CertifyResult> {
+    const only = o.only === undefined ? null : checkCertIds(o.only);
+    const { certify } = await import('../certify/runner.js');
+    const report = await certify({
+      provider: o.provider,
+      cliPath: o.cliPath,
+      only,
+      live: o.live === true,
+      env: this.env,
+      jobs: o.jobs,
+      turnTimeoutSeconds: o.turnTimeoutSeconds,
+      keep: o.keep,
+      onStart: o.onStart,
+      onOutcome: o.onOutcome,
+    });
+    const result = { report, savedTo: await saveCertification(this.stateDir, report) };
+    if (!report.passed) throw new CertificationError(result);
+    return result;
+  }
+
+  events(ref: HandleRef, options: EventsOptions = {}): AsyncIterable<CalEvent> {
+    return handleEvents(this.store, refOf(ref), options);
+  }
+}
+
+/** Certification ids, checked: unknown ones are a usage error naming the known ones. */
+export function checkCertIds(ids: readonly string[]): CertId[] {
+  const unknown = ids.filter((id) => !(certIds as readonly string[]).includes(id));
+  if (unknown.length > 0) throw new CalError('usage', `unknown certification id${unknown.length === 1 ? '' : 's'} ${unknown.join(', ')}; known: ${certIds.join(', ')}`);
+  return [...new Set(ids)] as CertId[];
+}
+
+type EventSink = ((e: EventRecord) => void) | undefined;
+
+/** A message as an event shows it: its role and the start of its text (the turn records keep all of it). */
+function clipped(message: unknown): unknown {
+  if (!message || typeof message !== 'object') return message;
+  const { role, content } = message as { role: string; content: string };
+  return { role, content: content.length > 200 ? `${content.slice(0, 200)}…` : content };
+}
+
+function refOf(ref: HandleRef): string {
+  if (typeof ref === 'string') return ref;
+  if (ref && typeof ref.id === 'string') return ref.id;
+  throw new CalError('usage', 'a handle reference is a handle id, a name, or a handle');
+}
+
+function definedEnv(env: Record<string, string | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) out[k] = v;
+  return out;
+}
+
+function waitSeconds(wait: boolean | number | undefined): number | undefined {
+  if (wait === undefined || wait === false) return undefined;
+  if (wait === true) return Infinity;
+  if (typeof wait !== 'number' || Number.isNaN(wait) || wait <= 0) throw new CalError('usage', `wait takes true or a positive number of seconds, not ${JSON.stringify(wait)}`);
+  return wait;
+}
+
+function refuseAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new CalError('interrupted', 'the call was aborted before anything was sent');
+}
+
+/**
+ * The abort signal for the agent-session layer. Passed as a spread so it type-checks whether or
+ * not that layer's request types declare `signal` yet; the layer settles the turn and releases
+ * the lock when it fires.
+ */
+function withSignal(signal: AbortSignal | undefined): { signal?: AbortSignal } {
+  return signal ? { signal } : {};
+}
+
+/** The caller's callbacks, in the library's shapes (events as recorded, progress flattened). */
+function callbacks(o: TurnCallOptions): { onEvent?: (e: EventRecord) => void; onProgress?: SessionProgress } {
+  const onProgress = o.onProgress;
+  return {
+    onEvent: o.onEvent as EventSink,
+    onProgress: onProgress ? (p) => onProgress({ phase: p.observation.phase, tools: p.tools, partialAnswer: p.partialAnswer }) : undefined,
+  };
+}

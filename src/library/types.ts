@@ -1,0 +1,235 @@
+import type { ErrorKind } from '../errors.js';
+import type { AgentSessionHandle, ProviderName, Transport } from '../handles/schema.js';
+import type { HandleSummary, HandleView, PaneView, RecoverAction, RecoverItem } from '../sessions/agent-sessions.js';
+import type { CertificationSummary } from '../certify/results.js';
+import type { certify as runCertifications } from '../certify/runner.js';
+import type { ToolActivity, TurnRecord, TurnStatus } from '../state/turns.js';
+
+/**
+ * The public types of `coding-agent-loop`. They name the records cal already keeps (handles,
+ * turns, events) rather than copying them, so the library cannot describe a different shape
+ * than the one written to disk.
+ */
+
+export type { ErrorKind, ProviderName, Transport, TurnStatus, ToolActivity, PaneView, HandleSummary, HandleView, RecoverAction, RecoverItem, CertificationSummary };
+
+/** An agent session handle as stored in the state directory (design §3). */
+export type Handle = AgentSessionHandle;
+
+/** One turn record (design §5): written before anything is sent, settled exactly once. */
+export type Turn = TurnRecord;
+
+/** A handle id, a handle name, or a handle itself. */
+export type HandleRef = string | { readonly id: string };
+
+/** Every lifecycle event cal records in a handle's event log. */
+export const eventKinds = [
+  // provider level (design §4)
+  'resuming',
+  'running',
+  'completed',
+  'failed',
+  'interrupted',
+  'lost',
+  'lost_tmux',
+  'resume_unavailable',
+  'stale_handle',
+  // agent sessions
+  'waiting_for_lock',
+  'pane_killed',
+  'recovering',
+  // durable work (plans)
+  'phase_completed',
+  'phase_failed',
+] as const;
+export type EventKind = (typeof eventKinds)[number];
+
+/** One line of a handle's event log. */
+export interface CalEvent {
+  time: string;
+  handle: string;
+  event: EventKind;
+  turn?: string;
+  detail?: Record<string, unknown>;
+}
+
+/** What a running turn shows so far (the CLI's own record, never terminal text). */
+export interface TurnProgress {
+  phase: 'waiting' | 'running' | 'ended';
+  /** Tool calls of this turn, in order; `status` is set once the call returned. */
+  tools: readonly ToolActivity[];
+  /** The assistant's text of this turn so far. */
+  partialAnswer: string;
+}
+
+/** The callbacks and cancellation every turn-taking call accepts. */
+export interface TurnCallOptions {
+  /** Give up waiting for the end of the turn after this long (default 600); the turn may still finish (`recover`). */
+  timeoutSeconds?: number;
+  /** Cancels a waiting or running call the way Ctrl-C does the command: the turn is settled, the lock released. */
+  signal?: AbortSignal;
+  /** Each lifecycle event, as it is recorded. */
+  onEvent?: (event: CalEvent) => void;
+  /** The current turn's text and tool activity, as the CLI records them. */
+  onProgress?: (progress: TurnProgress) => void;
+}
+
+export interface StartOptions extends TurnCallOptions {
+  provider: ProviderName;
+  message: string;
+  /** Working directory of the session (default: the process's). */
+  cwd?: string;
+  model?: string;
+  /** `tmux` (default for CLIs), `structured` (the CLI's JSON mode) or `api` (API providers). */
+  transport?: Transport;
+  /** A name to use instead of the handle id. */
+  name?: string;
+  systemPrompt?: string;
+  /** Path of an MCP config file handed to the CLI. */
+  mcpConfig?: string;
+  /** The CLI executable to pin (default: found on the PATH of `env`). */
+  cliPath?: string;
+}
+
+/**
+ * What a continuation expects of the session. Each given field is compared with the session's
+ * recorded configuration: a difference is a `stale_handle` error, never a fresh start.
+ */
+export interface ExpectedConfig {
+  cwd?: string;
+  model?: string;
+  systemPrompt?: string;
+  mcpConfig?: string;
+}
+
+export interface ContinueOptions extends TurnCallOptions, ExpectedConfig {
+  /** Another call is continuing this handle: false/absent fails with `busy` at once; true waits in line; a number waits that many seconds. */
+  wait?: boolean | number;
+}
+
+export interface ChatMessage {
+  role: 'user' | 'assistant';
+  content: string;
+}
+
+export interface AskOptions extends TurnCallOptions, ExpectedConfig {
+  /** The session to continue; absent or null starts one (then `provider` is required). */
+  handle?: HandleRef | null;
+  provider?: ProviderName;
+  /** The whole conversation as the caller keeps it; the last message is the new user message. */
+  messages: readonly ChatMessage[];
+  /** For a new session. */
+  transport?: Transport;
+  name?: string;
+  cliPath?: string;
+  wait?: boolean | number;
+}
+
+/** A completed turn and the handle as it is after it. */
+export interface TurnResult {
+  handle: Handle;
+  turn: Turn;
+}
+
+/** `inspect()`: every readable handle with its last turn, the stored certification results, and the handle files that cannot be read. */
+export interface SessionList {
+  handles: HandleSummary[];
+  certifications: CertificationSummary[];
+  /** Handle files that do not parse (left untouched), with the name they still carry. */
+  unreadable: Array<{ file: string; reason: string; name: string | null }>;
+}
+
+/** `inspect(ref)`: one handle with its panes, turns and events, and what a person needs to look at it. */
+export interface SessionDetail extends HandleView {
+  /** The current pane's screen (for people; never an answer), or null. */
+  screen: string | null;
+  /** The command that attaches a terminal to the live pane, or null. */
+  attach: string[] | null;
+  /** Stored `certify` results for the handle's CLI version, one per mode. */
+  certification: CertificationSummary[];
+}
+
+export interface InspectOptions {
+  /** Capture the live pane's screen (default true). */
+  screen?: boolean;
+}
+
+export interface RecoverOptions {
+  /** Say what would be done, change nothing. */
+  dryRun?: boolean;
+  /** Send a lost turn again through continuation. */
+  retryLost?: boolean;
+  timeoutSeconds?: number;
+  signal?: AbortSignal;
+  onEvent?: (event: CalEvent) => void;
+}
+
+/** A plan run found unfinished by `recover`, and what became of it. */
+export interface RunRecovery {
+  run: string;
+  status: string;
+  skipped?: string;
+}
+
+export interface RecoverResult {
+  dryRun: boolean;
+  turns: RecoverItem[];
+  runs: RunRecovery[];
+}
+
+type CertifyRequest = Parameters<typeof runCertifications>[0];
+export type CertifyReport = Awaited<ReturnType<typeof runCertifications>>;
+export type CertOutcome = CertifyReport['outcomes'][number];
+export type CertId = CertOutcome['id'];
+
+export interface CertifyOptions {
+  provider: ProviderName;
+  cliPath?: string;
+  /** Only these certifications (default: every one that applies). */
+  only?: readonly CertId[];
+  /** Against the vendor's real service with the caller's own credentials and CLI config. */
+  live?: boolean;
+  /** Scenarios at a time (default 3). */
+  jobs?: number;
+  turnTimeoutSeconds?: number;
+  /** Keep each scenario's scratch folder. */
+  keep?: boolean;
+  onStart?: CertifyRequest['onStart'];
+  onOutcome?: CertifyRequest['onOutcome'];
+}
+
+export interface CertifyResult {
+  report: CertifyReport;
+  /** The results file in the state directory (what `inspect` reads). */
+  savedTo: string;
+}
+
+export interface EventsOptions {
+  /** Keep yielding new events until `signal` aborts (default: end after the recorded ones). */
+  follow?: boolean;
+  signal?: AbortSignal;
+  /** How often a follow reads the log again, in milliseconds (default 250). */
+  pollMs?: number;
+}
+
+export interface OpenOptions {
+  /** The state directory (default: `CAL_STATE_DIR` of `env`, else the XDG state dir `~/.local/state/cal`). */
+  stateDir?: string;
+  /** The environment handed to the CLIs (default: `process.env`). Secrets in it are never written. */
+  env?: Record<string, string | undefined>;
+}
+
+/** What `openSessions` returns: the continuation contract of design §4–§6 for one state directory. */
+export interface Sessions {
+  /** The state directory in use. */
+  readonly stateDir: string;
+  start(options: StartOptions): Promise<TurnResult>;
+  continue(ref: HandleRef, message: string, options?: ContinueOptions): Promise<TurnResult>;
+  ask(options: AskOptions): Promise<TurnResult>;
+  killTmux(ref: HandleRef): Promise<Handle>;
+  inspect(): Promise<SessionList>;
+  inspect(ref: HandleRef, options?: InspectOptions): Promise<SessionDetail>;
+  recover(options?: RecoverOptions): Promise<RecoverResult>;
+  certify(options: CertifyOptions): Promise<CertifyResult>;
+  events(ref: HandleRef, options?: EventsOptions): AsyncIterable<CalEvent>;
+}

@@ -1,0 +1,288 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { realpathSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allowProbeToolInProject } from '../../src/certify/fixtures.js';
+import { mcpProbeSource } from '../../src/certify/mcp-probe.js';
+import { startRecordingProxy } from '../../src/certify/recording-proxy.js';
+import type { ModelServer } from '../../src/model/server.js';
+import { handleFromStderr, runCal, type CalRun } from '../support/cal.js';
+import { cliSuite, type CliSuite } from '../support/cli-suite.js';
+import { calBin, pinnedCli } from '../support/clis.js';
+
+/**
+ * Issue 15 acceptance for Claude Code: `--transport structured` drives the real pinned `claude`
+ * in print mode (`-p --output-format stream-json`, one process per turn, `--session-id` then
+ * `--resume`) against the scripted model. No pane anywhere. The tests build on one session and
+ * run in order.
+ */
+const TIMEOUT = ['--timeout', '90'];
+
+async function until(check: () => Promise<boolean> | boolean, what: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+function eventsOf(run: CalRun): string[] {
+  return run.stderr
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l).event);
+}
+
+describe('Claude Code with --transport structured, end to end', () => {
+  let suite: CliSuite;
+  let server: ModelServer;
+  let work: string;
+  let handle = '';
+  const m1 = 'Remember the codeword QUINCE.';
+  const m2 = 'What was the codeword?';
+
+  const cal = (args: string[], input?: string) => suite.cal(args, input === undefined ? {} : { input });
+  const inspect = async (h = handle) => (await cal(['inspect', h, '--json'])).json;
+  const userMessagesOfLastTurn = () => server.turnRequests().at(-1)?.userMessages ?? [];
+
+  beforeAll(async () => {
+    suite = await cliSuite('claude-code', { prefix: 'structured-claude' });
+    server = suite.server;
+    work = realpathSync(suite.work);
+  });
+
+  afterAll(async () => {
+    await suite?.close();
+  });
+
+  it('start answers through claude -p; the handle has the id it chose up front, the transcript, no pane', async () => {
+    const run = await cal(['start', '--provider', 'claude-code', '--transport', 'structured', '--cwd', work, ...TIMEOUT, m1]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout.trim()).toBe('OK, I will remember the codeword QUINCE.');
+    handle = handleFromStderr(run.stderr) ?? '';
+    const view = await inspect();
+    expect(view.provider).toMatchObject({ transport: 'structured', tmux: null, pendingSessionId: null, status: 'idle' });
+    expect(view.panes).toEqual([]);
+    expect(view.provider.cli.version).toBe(pinnedCli.claude.version);
+    const id = view.provider.nativeSessionId as string;
+    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    // The id is the one the handle chose (the model saw it as Claude's session id) …
+    expect(server.turnRequests().map((r) => r.sessionKey)).toEqual([id]);
+    // … and the transcript is Claude's own, where inspect and the observers read it.
+    expect(view.provider.transcript.path).toBe(path.join(suite.env.HOME!, '.claude', 'projects', work.replace(/[^A-Za-z0-9]/g, '-'), `${id}.jsonl`));
+    const records = (await fs.readFile(view.provider.transcript.path, 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    expect(records.filter((r) => r.type === 'user').map((r) => r.message.content)).toEqual([m1]);
+  });
+
+  it('continue resumes the same session with only the new message and recalls', async () => {
+    server.clearLog();
+    const run = await cal(['continue', handle, '--json', '--events', ...TIMEOUT, m2]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.json.turn).toMatchObject({ status: 'completed', answer: 'The codeword was QUINCE.' });
+    expect(eventsOf(run)).toEqual(['resuming', 'running', 'completed']);
+    const turns = server.turnRequests();
+    expect(turns).toHaveLength(1);
+    expect(turns[0]!.userMessages).toEqual([m1, m2]);
+    expect((await inspect()).panes).toEqual([]);
+  });
+
+  it('a 200 KB message goes on stdin and reaches the model whole, once', async () => {
+    const big = `Big one [[cal:reply=BIG-OK]]\n${'0123456789abcdef'.repeat(12_800)}`;
+    server.clearLog();
+    const run = await cal(['continue', handle, '--json', ...TIMEOUT, '-'], big);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.json.turn.answer).toBe('BIG-OK');
+    const seen = userMessagesOfLastTurn();
+    expect(seen).toHaveLength(3);
+    expect(seen[2]).toBe(big);
+  });
+
+  it('a message starting with "/" reaches the model as text instead of running a slash command', async () => {
+    server.clearLog();
+    const run = await cal(['continue', handle, '--json', ...TIMEOUT, '/exit now']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.json.turn.answer).toBe('Received: /exit now');
+    expect(server.turnRequests()).toHaveLength(1);
+  });
+
+  it('a persistent HTTP 500 is exit 10 with the CLI\'s error text; the session goes on, the failed prompt sent once', async () => {
+    const failing = 'This one fails [[cal:http=500]]';
+    server.clearLog();
+    const run = await cal(['continue', handle, '--json', ...TIMEOUT, failing]);
+    expect(run.code).toBe(10);
+    expect(run.json.turn).toMatchObject({ status: 'failed', answer: null });
+    expect(run.json.error.kind).toBe('turn_failed');
+    expect(run.json.error.message).toContain('API Error: 500 Mock internal server error');
+    expect(server.turnRequests().filter((r) => r.lastUserMessage === failing)).toHaveLength(1);
+
+    server.clearLog();
+    const next = await cal(['continue', handle, '--json', ...TIMEOUT, 'What was the codeword, after the failure?']);
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.json.turn.answer).toBe('The codeword was QUINCE.');
+    const seen = userMessagesOfLastTurn();
+    expect(seen.filter((m) => m === m1)).toHaveLength(1);
+    // Claude folds the failed prompt (with a newline) into the next request: still once.
+    expect(seen.filter((m) => m.trim() === failing)).toHaveLength(1);
+    expect(seen.at(-1)).toBe('What was the codeword, after the failure?');
+  });
+
+  it('--stream prints the tool call and its result while the turn runs, then the text', async () => {
+    const lines: any[] = [];
+    let statusAtFirstTool: string | null = null;
+    const child: ChildProcess = spawn('node', [calBin, '--state-dir', suite.state, 'continue', handle, '--stream', '--json', ...TIMEOUT, 'Run it [[cal:shell=echo STREAMED-OUT]]'], {
+      env: suite.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const readTurns = async () => {
+      const dir = path.join(suite.state, 'turns', handle);
+      const files = (await fs.readdir(dir)).filter((f) => f.endsWith('.json')).sort();
+      return JSON.parse(await fs.readFile(path.join(dir, files.at(-1)!), 'utf8'));
+    };
+    const pending: Promise<void>[] = [];
+    createInterface({ input: child.stdout! }).on('line', (text) => {
+      const value = JSON.parse(text);
+      lines.push(value);
+      if (value.type === 'tool' && statusAtFirstTool === null) {
+        statusAtFirstTool = 'reading';
+        pending.push(readTurns().then((t) => void (statusAtFirstTool = t.status)));
+      }
+    });
+    const code = await new Promise<number>((resolve) => child.on('close', (c) => resolve(c ?? -1)));
+    await Promise.all(pending);
+    expect(code).toBe(0);
+    // The first tool line was printed before the turn record said the turn had ended.
+    expect(statusAtFirstTool).not.toBe('completed');
+    const tools = lines.filter((l) => l.type === 'tool');
+    expect(tools).toEqual([
+      { type: 'tool', phase: 'call', kind: 'shell', name: 'echo STREAMED-OUT', input: { command: 'echo STREAMED-OUT', description: 'Run: echo STREAMED-OUT' } },
+      { type: 'tool', phase: 'result', kind: 'shell', name: 'echo STREAMED-OUT', status: 'completed', output: 'STREAMED-OUT' },
+    ]);
+    expect(lines.some((l) => l.type === 'text' && l.text === 'Tool finished: STREAMED-OUT')).toBe(true);
+    expect(lines.at(-1).turn).toMatchObject({ status: 'completed', answer: 'Tool finished: STREAMED-OUT' });
+    expect(lines.at(-1).turn.tools).toEqual([{ kind: 'shell', name: 'echo STREAMED-OUT', input: { command: 'echo STREAMED-OUT', description: 'Run: echo STREAMED-OUT' }, output: 'STREAMED-OUT', status: 'completed' }]);
+
+    // Plain output: the text once on stdout, the tool lines on stderr.
+    const plain = await cal(['continue', handle, '--stream', ...TIMEOUT, 'Again [[cal:shell=echo PLAIN-OUT]]']);
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(plain.stdout.trim()).toBe('Tool finished: PLAIN-OUT');
+    expect(plain.stderr).toMatch(/^tool: shell echo PLAIN-OUT \(running\)$/m);
+    expect(plain.stderr).toMatch(/^tool: shell echo PLAIN-OUT → completed: PLAIN-OUT$/m);
+  });
+
+  it('system prompt and MCP config reach claude -p natively; --strict-mcp-config leaves the user\'s own MCP servers out', async () => {
+    const proxy = await startRecordingProxy(server.url);
+    try {
+      const dir = path.join(suite.root, 'runtime');
+      const project = path.join(dir, 'project');
+      await fs.mkdir(project, { recursive: true });
+      const script = path.join(dir, 'probe.mjs');
+      await fs.writeFile(script, mcpProbeSource());
+      const config = path.join(dir, 'mcp.json');
+      const log = path.join(dir, 'probe.jsonl');
+      await fs.writeFile(config, JSON.stringify({ mcpServers: { calprobe: { command: process.execPath, args: [script, log] } } }));
+      await allowProbeToolInProject('claude-code', project);
+      // A server of the user's own config: the structured launch must not start it.
+      const userLog = path.join(dir, 'user-probe.jsonl');
+      const claudeJson = path.join(suite.env.HOME!, '.claude.json');
+      const current = JSON.parse(await fs.readFile(claudeJson, 'utf8'));
+      await fs.writeFile(claudeJson, JSON.stringify({ ...current, mcpServers: { userprobe: { type: 'stdio', command: process.execPath, args: [script, userLog] } } }, null, 2));
+
+      const env = { ...suite.env, ANTHROPIC_BASE_URL: proxy.url };
+      const run = await runCal(
+        ['--state-dir', suite.state, 'start', '--provider', 'claude-code', '--transport', 'structured', '--cwd', project, '--system-prompt', 'Marker STRUCTSYS-7781.', '--mcp-config', config, '--json', ...TIMEOUT, 'Call it [[cal:mcp=calprobe.echo {"text":"via-mcp"}]]'],
+        { env },
+      );
+      expect(run.code, run.stdout + run.stderr).toBe(0);
+      expect(run.json.turn.answer).toBe('Tool finished: echo: via-mcp');
+      expect(run.json.turn.tools).toEqual([expect.objectContaining({ kind: 'mcp', server: 'calprobe', name: 'echo', input: { text: 'via-mcp' }, status: 'completed', output: 'echo: via-mcp' })]);
+      expect(proxy.bodies().some((b) => b.includes('Marker STRUCTSYS-7781.'))).toBe(true);
+      const calls = (await fs.readFile(log, 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      expect(calls.filter((c) => c.method === 'tools/call')).toEqual([{ method: 'tools/call', name: 'echo', arguments: { text: 'via-mcp' } }]);
+      await expect(fs.readFile(userLog, 'utf8')).rejects.toThrow(/ENOENT/);
+      await fs.writeFile(claudeJson, JSON.stringify({ ...JSON.parse(await fs.readFile(claudeJson, 'utf8')), mcpServers: {} }, null, 2));
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  /** Spawns cal, waits until the model got `message`, then kills cal with SIGKILL (its claude -p lives on). */
+  async function killCalOnceSent(args: string[], message: string): Promise<void> {
+    const child = spawn(process.execPath, [calBin, '--state-dir', suite.state, ...args], { env: suite.env, stdio: 'ignore' });
+    await until(() => server.turnRequests().some((r) => r.lastUserMessage === message), 'the model to get the message');
+    child.kill('SIGKILL');
+    if (child.exitCode === null && child.signalCode === null) await new Promise((r) => child.on('exit', r));
+  }
+
+  /** The orphaned claude -p has finished the turn: its cost-state follows the message in the transcript. */
+  async function transcriptEnded(file: string, message: string): Promise<boolean> {
+    const records = (await fs.readFile(file, 'utf8').catch(() => '')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const at = records.findIndex((r) => r.type === 'user' && r.message?.content === message);
+    return at !== -1 && records.slice(at).some((r) => r.type === 'cost-state');
+  }
+
+  it('cal killed mid-turn: once the CLI finished, cal recover settles the turn from the transcript and sends nothing', async () => {
+    const message = 'Recover me [[cal:delay=2500]]';
+    server.clearLog();
+    await killCalOnceSent(['continue', handle, ...TIMEOUT, message], message);
+    const file = (await inspect()).provider.transcript.path as string;
+    await until(() => transcriptEnded(file, message), 'the orphaned claude -p to end the turn');
+    const rec = await cal(['recover', '--json']);
+    expect(rec.code, rec.stdout + rec.stderr).toBe(0);
+    expect(rec.json.turns).toEqual([expect.objectContaining({ handle, before: 'sending', action: 'settled_from_transcript', status: 'completed', answer: 'Received: Recover me' })]);
+    expect(server.turnRequests().filter((r) => r.lastUserMessage === message)).toHaveLength(1);
+    // The session goes on with the recovered turn in its history, once.
+    const next = await cal(['continue', handle, '--json', ...TIMEOUT, 'What was the codeword, after recover?']);
+    expect(next.code, next.stderr).toBe(0);
+    expect(userMessagesOfLastTurn().filter((m) => m === message)).toHaveLength(1);
+  });
+
+  // Needs cal recover to know a structured turn's CLI process (no pane to look at): see the
+  // issue 15 report. Today recover marks a turn whose claude -p still runs as lost.
+  it.skip('cal killed mid-turn while the CLI still works: cal recover waits for it and sends nothing', async () => {
+    const message = 'Recover me slowly [[cal:delay=6000]]';
+    server.clearLog();
+    await killCalOnceSent(['continue', handle, ...TIMEOUT, message], message);
+    const rec = await cal(['recover', '--json']);
+    expect(rec.code, rec.stdout + rec.stderr).toBe(0);
+    expect(rec.json.turns).toEqual([expect.objectContaining({ handle, action: 'waited_for_cli', status: 'completed', answer: 'Received: Recover me slowly' })]);
+    expect(server.turnRequests().filter((r) => r.lastUserMessage === message)).toHaveLength(1);
+  });
+
+  // Needs cal recover to look for a first turn's transcript by the id chosen up front when the
+  // handle has none yet (structured: no pane either): see the issue 15 report. Today it
+  // delivers the message again.
+  it.skip('cal killed during the first turn: cal recover settles it from the transcript, never a second send', async () => {
+    const message = 'Remember the codeword FIRSTKILL. [[cal:delay=2500]]';
+    const name = 'structured-first-kill';
+    server.clearLog();
+    await killCalOnceSent(['start', '--provider', 'claude-code', '--transport', 'structured', '--cwd', work, '--name', name, ...TIMEOUT, message], message);
+    const pending = (await inspect(name)).provider.pendingSessionId as string;
+    const file = path.join(suite.env.HOME!, '.claude', 'projects', work.replace(/[^A-Za-z0-9]/g, '-'), `${pending}.jsonl`);
+    await until(() => transcriptEnded(file, message), 'the orphaned claude -p to end the turn');
+    const rec = await cal(['recover', '--json']);
+    expect(rec.code, rec.stdout + rec.stderr).toBe(0);
+    expect(rec.json.turns).toEqual([expect.objectContaining({ action: 'settled_from_transcript', status: 'completed', answer: 'OK, I will remember the codeword FIRSTKILL.' })]);
+    expect(server.turnRequests().filter((r) => r.lastUserMessage === message)).toHaveLength(1);
+    expect((await inspect(name)).provider.nativeSessionId).toBe(pending);
+  });
+
+  it('when Claude no longer has the conversation, continue is resume_unavailable (9) with its own words', async () => {
+    const view = await inspect();
+    const projects = path.join(suite.env.HOME!, '.claude', 'projects');
+    await fs.rename(projects, `${projects}-moved`);
+    try {
+      server.clearLog();
+      const run = await cal(['continue', handle, '--json', ...TIMEOUT, 'Are you there?']);
+      expect(run.code).toBe(9);
+      expect(run.json.error.kind).toBe('resume_unavailable');
+      expect(run.json.error.message).toContain(`No conversation found with session ID: ${view.provider.nativeSessionId}`);
+      expect(server.turnRequests()).toEqual([]);
+      // Never a silent fresh start: the handle still names the old session.
+      expect((await inspect()).provider.nativeSessionId).toBe(view.provider.nativeSessionId);
+    } finally {
+      await fs.rename(`${projects}-moved`, projects);
+    }
+  });
+});
