@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants as fsConstants, fsyncSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, constants as fsConstants, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
@@ -148,8 +148,9 @@ export class LockDirectory {
       try {
         const fd = openSync(file, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o600);
         try {
+          // No fsync: a lock outlives no crash (its holder dies with the machine), and a lock
+          // file left empty by one is unreadable, so it is reclaimed like any dead holder's.
           writeFileSync(fd, JSON.stringify(me));
-          fsyncSync(fd);
         } catch (err) {
           // A full disk: the empty lock file is not left behind, and the error is the state dir's.
           closeSync(fd);
