@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
 import { register } from './commands/register.js';
 import type { CommandSpec } from './commands/spec.js';
+import { timingMark } from './util/timing.js';
 
 /**
  * Builds the commander program from the commands' own specs. Only the module of the command
@@ -71,12 +72,14 @@ export function normaliseArgv(argv: string[]): string[] {
 }
 
 export async function main(argv: string[]): Promise<number> {
+  timingMark('main');
   argv = normaliseArgv(argv);
   let code = 0;
   try {
     const program = buildProgram(await specsFor(argv.slice(2)), (c) => {
       code = c;
     });
+    timingMark('command-loaded');
     await program.parseAsync(argv);
     return code;
   } catch (err) {
