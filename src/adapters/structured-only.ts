@@ -1,6 +1,6 @@
 import { CalError } from '../errors.js';
 import type { ToolActivity } from '../handles/tool-activity.js';
-import type { TurnObservation, TurnObserver } from './types.js';
+import type { CliAdapter, LaunchPlan, TranscriptBinding, TurnObservation, TurnObserver } from './types.js';
 
 /**
  * What an adapter that has only the structured transport gives the parts of cal that read a
@@ -32,4 +32,19 @@ export function noTmuxTransport(provider: string): never {
 /** The scripted-model environment of a CLI that cannot be pointed at a local model. */
 export function noScriptedModel(provider: string, reason: string): never {
   throw new CalError('non_applicable', `${provider} cannot run against cal's scripted model: ${reason}`);
+}
+
+/**
+ * The tmux half of a structured-only adapter: no pane to launch, no transcript to bind before the
+ * first run's result names the session, and an observer that never decides a turn on a guess.
+ */
+export function structuredOnlyTmuxParts(
+  provider: string,
+): Pick<CliAdapter, 'launch' | 'bindTranscript' | 'observeTurn' | 'pasteText'> {
+  return {
+    launch: (): LaunchPlan => noTmuxTransport(provider),
+    bindTranscript: async (): Promise<TranscriptBinding | null> => null,
+    observeTurn: () => new UndecidableTurnObserver(),
+    pasteText: (message: string): string => message,
+  };
 }

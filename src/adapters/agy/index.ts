@@ -1,7 +1,7 @@
 import type { PinnedCli } from '../../handles/schema.js';
 import { findExecutable, readVersion } from '../resolve.js';
-import { noScriptedModel, noTmuxTransport, UndecidableTurnObserver } from '../structured-only.js';
-import type { CliAdapter, LaunchPlan, SessionConfig, TranscriptBinding } from '../types.js';
+import { noScriptedModel, structuredOnlyTmuxParts } from '../structured-only.js';
+import type { CliAdapter, SessionConfig } from '../types.js';
 import { probeAgy } from './binary.js';
 import { runAgyTurn } from './turn.js';
 
@@ -44,22 +44,8 @@ export const agyAdapter: CliAdapter = {
     // No dialog to pre-answer in print mode; --system-prompt and --mcp-config are refused per turn.
   },
 
-  launch(): LaunchPlan {
-    return noTmuxTransport('agy');
-  },
-
-  async bindTranscript(): Promise<TranscriptBinding | null> {
-    // The conversation id exists only once agy reports it; a first turn is bound by its result.
-    return null;
-  },
-
-  observeTurn() {
-    return new UndecidableTurnObserver();
-  },
-
-  pasteText(message: string): string {
-    return message;
-  },
+  // The id exists only once a run reports it: a first turn is bound by its result, never searched.
+  ...structuredOnlyTmuxParts('agy'),
 
   structured: {
     run: (req) => runAgyTurn(req),

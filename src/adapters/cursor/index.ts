@@ -2,8 +2,8 @@ import { existsSync } from 'node:fs';
 import { CalError } from '../../errors.js';
 import type { PinnedCli } from '../../handles/schema.js';
 import { findExecutable, readVersion } from '../resolve.js';
-import { noScriptedModel, noTmuxTransport, UndecidableTurnObserver } from '../structured-only.js';
-import type { CliAdapter, LaunchPlan, SessionConfig, TranscriptBinding } from '../types.js';
+import { noScriptedModel, structuredOnlyTmuxParts } from '../structured-only.js';
+import type { CliAdapter, SessionConfig } from '../types.js';
 import { probeCursor } from './binary.js';
 import { runCursorTurn } from './turn.js';
 
@@ -49,22 +49,8 @@ export const cursorAdapter: CliAdapter = {
     }
   },
 
-  launch(): LaunchPlan {
-    return noTmuxTransport('cursor');
-  },
-
-  async bindTranscript(): Promise<TranscriptBinding | null> {
-    // A first turn is bound by its run's result (the chat id is minted before it), never searched.
-    return null;
-  },
-
-  observeTurn() {
-    return new UndecidableTurnObserver();
-  },
-
-  pasteText(message: string): string {
-    return message;
-  },
+  // The id exists only once a run reports it: a first turn is bound by its result, never searched.
+  ...structuredOnlyTmuxParts('cursor'),
 
   structured: {
     run: (req) => runCursorTurn(req),
