@@ -124,7 +124,8 @@ export function renderError(err: unknown, opts: OutputOptions): number {
   const e = toCalError(err);
   if (opts.json) process.stdout.write(JSON.stringify({ error: e.toJSON() }) + '\n');
   else {
-    if (e.details.handle) process.stderr.write(`handle: ${e.details.handle}\n`);
+    // not_found carries the reference that matched nothing: no handle line for a handle that is not there.
+    if (e.details.handle && e.kind !== 'not_found') process.stderr.write(`handle: ${e.details.handle}\n`);
     process.stderr.write(`cal: ${e.kind}: ${e.message}\n`);
   }
   return e.exitCode;

@@ -76,6 +76,8 @@ export const command = defineCommand({
       if (store) await new AgentSessions(store).shutdownTransports().catch(() => undefined);
       await server.close();
       if (!global.stateDir) await fs.rm(scratch, { recursive: true, force: true }).catch(() => undefined);
+      // With --state-dir the handle outlives the demo, so its working directory and CLI home stay: said, not left silently.
+      else process.stderr.write(`cal demo: kept ${scratch} (the session's working directory and CLI home; remove it with the handle)\n`);
     }
   },
 });

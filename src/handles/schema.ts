@@ -90,6 +90,18 @@ export const ProviderHandle = z.object({
 });
 export type ProviderHandle = z.infer<typeof ProviderHandle>;
 
+/**
+ * What the CLI may do without asking, in terms no one CLI owns; each adapter maps it to its CLI's
+ * own flags and refuses (usage) a policy its CLI has no honest equivalent for:
+ * - default: whatever the user's own CLI settings say (cal passes nothing);
+ * - read-only: the agent may read and search, not edit files nor run commands that change things;
+ * - accept-edits: file edits in the working directory go through without asking;
+ * - bypass: no approvals and no sandbox (only where the machine itself is the sandbox).
+ */
+export const toolPolicies = ['default', 'read-only', 'accept-edits', 'bypass'] as const;
+export const ToolPolicy = z.enum(toolPolicies);
+export type ToolPolicy = z.infer<typeof ToolPolicy>;
+
 export const StabilityFingerprint = z.object({
   workingDir: DirIdentity,
   model: z.string().nullable(),

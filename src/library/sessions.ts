@@ -20,6 +20,8 @@ import type {
   OpenOptions,
   RecoverOptions,
   RecoverResult,
+  RemoveOptions,
+  RemoveResult,
   SessionDetail,
   SessionList,
   Sessions,
@@ -57,7 +59,32 @@ class CalSessions implements Sessions {
   async start(o: StartOptions): Promise<TurnResult> {
     checkMessage(o.message);
     refuseAborted(o.signal);
-    const result = await this.agents.start({
+    let result: Awaited<ReturnType<AgentSessions['start']>>;
+    try {
+      result = await this.startSession(o);
+    } catch (err) {
+      if (err instanceof CalError && err.handle && o.name !== undefined) await this.releaseName(err.handle, err.kind, o.onEvent as EventSink);
+      throw err;
+    }
+    if (result.turn.status !== 'completed' && o.name !== undefined) await this.releaseName(result.handle.id, result.turn.status, o.onEvent as EventSink);
+    return completedOrThrow(result);
+  }
+
+  /**
+   * A start whose first turn did not complete gives its name back, so the same command can run
+   * again; the handle stays under its id (inspect it, continue it, or remove it). A turn that
+   * timed out or is busy is not over (the CLI may still finish it), so it keeps the name.
+   */
+  private async releaseName(handleId: string, ending: string, onEvent: EventSink): Promise<void> {
+    if (ending === 'timeout' || ending === 'busy') return;
+    const handle = await this.store.loadHandle(handleId).catch(() => null);
+    if (!handle || handle.name === null) return;
+    await this.store.saveHandle({ ...handle, name: null });
+    await this.agents.workflowEvent(handle.id, 'name_released', { name: handle.name, reason: ending }, onEvent);
+  }
+
+  private startSession(o: StartOptions): ReturnType<AgentSessions['start']> {
+    return this.agents.start({
       provider: o.provider,
       message: o.message,
       cwd: o.cwd,
@@ -66,13 +93,14 @@ class CalSessions implements Sessions {
       name: o.name,
       systemPrompt: o.systemPrompt,
       mcpConfig: o.mcpConfig,
+      toolPolicy: o.toolPolicy,
       cliPath: o.cliPath,
       timeoutSeconds: o.timeoutSeconds,
+      replace: o.replace,
       env: this.env,
       ...callbacks(o),
       ...withSignal(o.signal),
     });
-    return completedOrThrow(result);
   }
 
   async continue(ref: HandleRef, message: string, o: ContinueOptions = {}): Promise<TurnResult> {
@@ -86,6 +114,7 @@ class CalSessions implements Sessions {
       model: o.model,
       systemPrompt: o.systemPrompt,
       mcpConfig: o.mcpConfig,
+      toolPolicy: o.toolPolicy,
       waitSeconds: waitSeconds(o.wait),
       timeoutSeconds: o.timeoutSeconds,
       env: this.env,
@@ -131,6 +160,10 @@ class CalSessions implements Sessions {
 
   async killTmux(ref: HandleRef): Promise<Handle> {
     return this.agents.killTmux(refOf(ref));
+  }
+
+  async remove(ref: HandleRef, options: RemoveOptions = {}): Promise<RemoveResult> {
+    return this.agents.remove(refOf(ref), options.force === true);
   }
 
   inspect(): Promise<SessionList>;

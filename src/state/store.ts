@@ -63,6 +63,33 @@ function fileIdentity(file: string): string | null {
   }
 }
 
+/** A state directory that is a file (`--state-dir /etc/passwd`) is a usage error, said plainly. */
+function refuseNonDirectoryRoot(root: string): void {
+  try {
+    const st = lstatSync(root);
+    if (st.isFile()) throw new CalError('usage', `state directory ${root} is a file, not a directory`);
+  } catch (err) {
+    if (err instanceof CalError) throw err;
+  }
+}
+
+/** The file system's refusals while opening the state directory, as usage errors naming it. */
+function unusableStateDir(err: unknown, root: string): unknown {
+  if (err instanceof CalError) return err;
+  const why: Record<string, string> = {
+    ENOTDIR: 'a part of its path is a file, not a directory',
+    EACCES: 'permission denied',
+    EPERM: 'operation not permitted',
+    EEXIST: 'a file of that name is in the way',
+    EROFS: 'the file system is read-only',
+    ENOSPC: 'no space left on the device',
+    ELOOP: 'too many symlinks on its path',
+    ENAMETOOLONG: 'its path is too long',
+  };
+  const reason = why[(err as NodeJS.ErrnoException).code ?? ''];
+  return reason ? new CalError('usage', `cannot use state directory ${root}: ${reason}`) : err;
+}
+
 export class StateStore {
   readonly layout: StateLayout;
   readonly locks: LockDirectory;
@@ -80,9 +107,14 @@ export class StateStore {
 
   static async open(explicitDir?: string): Promise<StateStore> {
     const store = new StateStore(resolveStateDir(explicitDir));
-    await ensurePrivateDir(store.layout.root);
-    const { handles, turns, locks, tmux, homes, history } = store.layout;
-    await Promise.all([handles, turns, locks, tmux, homes, history].map((dir) => ensurePrivateDir(dir)));
+    const { root, handles, turns, locks, tmux, homes, history } = store.layout;
+    try {
+      refuseNonDirectoryRoot(root);
+      await ensurePrivateDir(root);
+      await Promise.all([handles, turns, locks, tmux, homes, history].map((dir) => ensurePrivateDir(dir)));
+    } catch (err) {
+      throw unusableStateDir(err, root);
+    }
     return store;
   }
 
@@ -186,6 +218,20 @@ export class StateStore {
       out.push({ file, reason: read.detail, name: named.ok ? (named.value.name ?? null) : null });
     }
     return out;
+  }
+
+  /**
+   * Deletes everything cal keeps of one handle: its file, event log, turn records, its folder
+   * under homes/ and an API session's history. The handle file goes first, so a removal cut
+   * short leaves no handle that points at half-deleted records.
+   */
+  async deleteHandle(handle: AgentSessionHandle): Promise<void> {
+    await fs.rm(this.handleFile(handle.id), { force: true });
+    const rest = [this.eventsFile(handle.id), this.turnsDir(handle.id), path.join(this.layout.homes, handle.id)];
+    const history = handle.provider.transport === 'api' ? handle.provider.transcript?.path : undefined;
+    // Only a history file inside this state directory's history/ folder is cal's to delete.
+    if (history && path.dirname(history) === this.layout.history) rest.push(history);
+    for (const file of rest) await fs.rm(file, { recursive: true, force: true });
   }
 
   async appendEvent(event: EventRecord): Promise<void> {

@@ -147,7 +147,7 @@ describe('Gemini launches', () => {
     const again = geminiAdapter.launch({ cli, env, config, mode: 'fresh', sessionId: fresh.sessionId, message: 'hi', sessionDir });
     expect(again.argv).toContain('11111111-2222-4333-8444-555555555555');
     expect(parsePending(again.sessionId as string)).toEqual({ sessionId: '11111111-2222-4333-8444-555555555555', home });
-    const resume = geminiAdapter.launch({ cli, env, config: { ...config, model: 'm1', toolPolicy: 'bypassPermissions' }, mode: 'resume', sessionId: 'abc', message: 'again', sessionDir });
+    const resume = geminiAdapter.launch({ cli, env, config: { ...config, model: 'm1', toolPolicy: 'bypass' }, mode: 'resume', sessionId: 'abc', message: 'again', sessionDir });
     expect(resume.argv).toEqual(['/opt/gemini.js', '--model', 'm1', '--approval-mode', 'yolo', '--resume', 'abc', '--prompt-interactive=again']);
     expect(() => geminiAdapter.launch({ cli, env, config, mode: 'fresh', sessionId: null, message: 'x' })).toThrow(/session folder/);
   });

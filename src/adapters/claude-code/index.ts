@@ -5,7 +5,7 @@ import { findExecutable, pinCli } from '../resolve.js';
 import { pinSupported, type SupportedVersions } from '../versions.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
 import { createManagedHome, preAnswerDialogs } from './home.js';
-import { claudeEnv, launchEnv, sessionFlags, transcriptCandidates } from './launch.js';
+import { claudeEnv, launchEnv, sessionFlags, transcriptCandidates, claudeToolPolicies } from './launch.js';
 import { claudeStructured } from './structured.js';
 import { ClaudeTurnObserver, classifyRecord, normaliseForMatch, userText } from './transcript.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
@@ -29,6 +29,7 @@ export const claudeCodeAdapter: CliAdapter = {
     apiOnly: false,
     needsStableWorkingDir: true,
   },
+  toolPolicies: claudeToolPolicies,
   envNames: ['HOME', 'ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN'],
 
   versions: claudeCodeVersions,

@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { CalError } from '../../errors.js';
-import type { PinnedCli } from '../../handles/schema.js';
+import type { PinnedCli, ToolPolicy } from '../../handles/schema.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
 import { findExecutable, pinCli } from '../resolve.js';
 import { pinSupported, type SupportedVersions } from '../versions.js';
@@ -61,9 +61,9 @@ export const geminiVersions: SupportedVersions = { floor: '0.61.0', certified: '
 /** cal's tool policies as Gemini approval modes. */
 const APPROVAL_MODES: Record<string, string | null> = {
   default: null,
-  acceptEdits: 'auto_edit',
-  plan: 'plan',
-  bypassPermissions: 'yolo',
+  'read-only': 'plan',
+  'accept-edits': 'auto_edit',
+  bypass: 'yolo',
 };
 
 /** The session files of one id: `<gemini>/tmp/<slug>/chats/session-<minute>-<id8>.jsonl` in any project. */
@@ -184,6 +184,7 @@ export const geminiAdapter: CliAdapter = {
     apiOnly: false,
     needsStableWorkingDir: true,
   },
+  toolPolicies: Object.keys(APPROVAL_MODES) as ToolPolicy[],
   envNames: ['HOME', 'GEMINI_CLI_HOME', 'GEMINI_API_KEY', 'GOOGLE_API_KEY', 'GOOGLE_GEMINI_BASE_URL'],
   versions: geminiVersions,
   pasteSubmitDelayMs: 300,
