@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { endQuietlyOnClosedPipe } from './util/closed-pipe.js';
 import { register } from './commands/register.js';
 import type { CommandSpec } from './commands/spec.js';
+import { timingMark } from './util/timing.js';
 
 /**
  * Builds the commander program from the commands' own specs. Only the module of the command
@@ -81,6 +82,7 @@ export function wantsJson(args: readonly string[]): boolean {
 }
 
 export async function main(argv: string[]): Promise<number> {
+  timingMark('main');
   endQuietlyOnClosedPipe();
   argv = normaliseArgv(argv);
   let code = 0;
@@ -88,6 +90,7 @@ export async function main(argv: string[]): Promise<number> {
     const program = buildProgram(await specsFor(argv.slice(2)), (c) => {
       code = c;
     });
+    timingMark('command-loaded');
     await program.parseAsync(argv);
     return code;
   } catch (err) {

@@ -1,6 +1,5 @@
 import { CalError } from '../errors.js';
 import { certIds } from '../certify/types.js';
-import { listCertifications, saveCertification } from '../certify/results.js';
 import { AgentSessions, type StartRequest } from '../sessions/agent-sessions.js';
 import { resolveStateDir } from '../state/paths.js';
 import { StateStore, type EventRecord } from '../state/store.js';
@@ -172,11 +171,14 @@ class CalSessions implements Sessions {
   async inspect(ref?: HandleRef, options: InspectOptions = {}): Promise<SessionList | SessionDetail> {
     if (ref === undefined) {
       const handles = await this.agents.list();
+      // Certification records are loaded by the calls that show them, not on every start or continue.
+      const { listCertifications } = await import('../certify/results.js');
       return { handles, certifications: await listCertifications(this.stateDir), unreadable: await this.store.unreadableHandles() };
     }
     const handleRef = refOf(ref);
     const view = await this.agents.describe(handleRef);
     const { provider, cli } = view.handle.provider;
+    const { listCertifications } = await import('../certify/results.js');
     const certification = cli ? (await listCertifications(this.stateDir)).filter((c) => c.provider === provider && c.version === cli.version) : [];
     const alive = view.currentPaneAlive;
     const screen = alive && options.screen !== false ? await this.agents.screen(handleRef).catch(() => null) : null;
@@ -209,6 +211,7 @@ class CalSessions implements Sessions {
       onStart: o.onStart,
       onOutcome: o.onOutcome,
     });
+    const { saveCertification } = await import('../certify/results.js');
     const result = { report, savedTo: await saveCertification(this.stateDir, report) };
     if (!report.passed) throw new CertificationError(result);
     return result;

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { constants as fsConstants } from 'node:fs';
+import { closeSync, constants as fsConstants, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
@@ -12,7 +12,9 @@ import { ensurePrivateDir, readJsonFile, stateWriteError } from './fs.js';
  * staleness timeout; cal must reclaim a dead holder's lock at once, so the holder is identified
  * by pid plus the kernel's start time of that pid (a reused pid is not the holder).
  *
- * Waiters take tickets in a queue folder and are served in arrival order.
+ * Waiters take tickets in a queue folder and are served in arrival order. The lock file and the
+ * tickets are written and read synchronously: every continuation takes two locks, and each
+ * small system call costs less than a thread-pool round trip.
  */
 const LockOwner = z.object({ pid: z.number(), startTime: z.string().nullable(), token: z.string(), acquiredAt: z.string() });
 type LockOwner = z.infer<typeof LockOwner>;
@@ -72,10 +74,12 @@ export class LockDirectory {
     // hrtime-based ticket names sort in arrival order within one machine.
     const ticket = `${process.hrtime.bigint().toString().padStart(24, '0')}-${me.pid}-${me.token}`;
     const ticketPath = path.join(queue, ticket);
-    await fs.writeFile(ticketPath, JSON.stringify(me), { mode: 0o600, flag: 'wx' }).catch(async (err: unknown) => {
-      await fs.rm(ticketPath, { force: true });
+    try {
+      writeFileSync(ticketPath, JSON.stringify(me), { mode: 0o600, flag: 'wx' });
+    } catch (err) {
+      rmSync(ticketPath, { force: true });
       throw stateWriteError(err, ticketPath);
-    });
+    }
     const deadline = opts.waitSeconds === Infinity ? Infinity : Date.now() + (opts.waitSeconds ?? 0) * 1000;
     let announced = false;
     try {
@@ -94,12 +98,12 @@ export class LockDirectory {
         await new Promise((r) => setTimeout(r, 50));
       }
     } finally {
-      await fs.rm(ticketPath, { force: true });
+      rmSync(ticketPath, { force: true });
     }
   }
 
   private async firstLiveTicket(queue: string): Promise<string | null> {
-    const entries = (await fs.readdir(queue)).sort();
+    const entries = readdirSync(queue).sort();
     for (const entry of entries) {
       const [, pid] = entry.split('-');
       // Read without blocking (a FIFO planted as a ticket must not hang the queue). A ticket being
@@ -107,7 +111,7 @@ export class LockDirectory {
       const read = await readJsonFile(path.join(queue, entry), LockOwner).catch(() => null);
       const startTime = read?.ok ? read.value.startTime : read?.ok === false && read.reason === 'corrupt' && /^\d+-\d+-[0-9a-f]+$/.test(entry) ? processStartTime(Number(pid)) : null;
       if (isProcessAlive(Number(pid), startTime)) return entry;
-      await fs.rm(path.join(queue, entry), { force: true });
+      rmSync(path.join(queue, entry), { force: true });
     }
     return null;
   }
@@ -116,17 +120,18 @@ export class LockDirectory {
     const file = this.lockFile(name);
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
-        const fh = await fs.open(file, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o600);
+        const fd = openSync(file, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o600);
         try {
-          await fh.writeFile(JSON.stringify(me));
-          await fh.sync();
+          // No fsync: a lock outlives no crash (its holder dies with the machine), and a lock
+          // file left empty by one is unreadable, so it is reclaimed like any dead holder's.
+          writeFileSync(fd, JSON.stringify(me));
         } catch (err) {
           // A full disk: the empty lock file is not left behind, and the error is the state dir's.
-          await fh.close();
-          await fs.rm(file, { force: true });
+          closeSync(fd);
+          rmSync(file, { force: true });
           throw stateWriteError(err, file);
         }
-        await fh.close();
+        closeSync(fd);
         return true;
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw stateWriteError(err, file);
@@ -166,7 +171,7 @@ export class LockDirectory {
       name,
       release: async () => {
         const current = await readJsonFile(file, LockOwner);
-        if (current.ok && current.value.token === me.token) await fs.rm(file, { force: true });
+        if (current.ok && current.value.token === me.token) rmSync(file, { force: true });
       },
     };
   }

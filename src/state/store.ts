@@ -50,6 +50,19 @@ function existsSyncSafe(file: string): boolean {
   }
 }
 
+/**
+ * A regular file's identity (device, inode, size, change times), or null for anything else:
+ * cal replaces a state file by rename, so any write gives it another.
+ */
+function fileIdentity(file: string): string | null {
+  try {
+    const st = lstatSync(file);
+    return st.isFile() ? `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}` : null;
+  } catch {
+    return null;
+  }
+}
+
 /** A state directory that is a file (`--state-dir /etc/passwd`) is a usage error, said plainly. */
 function refuseNonDirectoryRoot(root: string): void {
   try {
@@ -81,6 +94,11 @@ export class StateStore {
   readonly layout: StateLayout;
   readonly locks: LockDirectory;
   private readonly turnDirsChecked = new Set<string>();
+  /**
+   * Handle files this process parsed whole, by file identity: inspect lists every handle and then
+   * the unreadable ones, and a file that has not changed since is not parsed a second time.
+   */
+  private readonly parsedHandleFiles = new Map<string, string>();
 
   private constructor(root: string) {
     this.layout = stateLayout(root);
@@ -164,8 +182,12 @@ export class StateStore {
     for (const entry of await fs.readdir(this.layout.handles)) {
       const m = /^([a-z0-9]{6,32})\.json$/.exec(entry);
       if (!m?.[1]) continue;
-      const read = await readJsonFile(this.handleFile(m[1]), AgentSessionHandle);
-      if (read.ok) out.push(read.value);
+      const file = this.handleFile(m[1]);
+      const identity = fileIdentity(file);
+      const read = await readJsonFile(file, AgentSessionHandle);
+      if (!read.ok) continue;
+      out.push(read.value);
+      if (identity !== null) this.parsedHandleFiles.set(file, identity);
     }
     return out.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
   }
@@ -188,6 +210,8 @@ export class StateStore {
       const m = /^([a-z0-9]{6,32})\.json$/.exec(entry);
       if (!m?.[1]) continue;
       const file = this.handleFile(m[1]);
+      const identity = fileIdentity(file);
+      if (identity !== null && this.parsedHandleFiles.get(file) === identity) continue;
       const read = await readJsonFile(file, AgentSessionHandle);
       if (read.ok || read.reason === 'missing') continue;
       const named = await readJsonFile(file, NameProbe);

@@ -1,4 +1,3 @@
-import { execa } from 'execa';
 import { z } from 'zod';
 import { CalError } from '../../errors.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
@@ -129,6 +128,8 @@ export interface HeadlessRun {
 }
 
 export async function runHeadlessTurn(req: StructuredRunRequest, sessionId: string, run: HeadlessRun): Promise<StructuredTurnResult> {
+  // Imported here: the registry loads this adapter on every continue, of any CLI.
+  const { execa } = await import('execa');
   const child = execa(run.argv[0] as string, run.argv.slice(1), {
     cwd: req.config.cwd,
     env: run.env,
