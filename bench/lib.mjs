@@ -138,6 +138,11 @@ export class Report {
     this.rows.push({ target, measured: `${fmt(measuredMs)} vs ${fmt(baselineMs)} ${baselineName}`, limit: `≤ ${baselineName} + ${fmt(slackMs)}`, ratio: measuredMs / limit, pass: measuredMs <= limit, detail });
   }
 
+  /** A target whose ratio was measured elsewhere (another bench script). */
+  ratio(target, ratio, factor, pass, detail = '') {
+    this.rows.push({ target, measured: `${ratio.toFixed(2)}x`, limit: `≤ ${factor.toFixed(2)}x`, ratio, ratioText: `${ratio.toFixed(2)}x`, pass, detail });
+  }
+
   failed(target, why) {
     this.rows.push({ target, measured: 'failed', limit: '', ratio: NaN, pass: false, detail: why });
   }

@@ -5,12 +5,15 @@
 // `flock /tmp/cal-realcli.lock npm run bench` on a shared machine. BENCH_RUNS sets the number
 // of rounds per target (default 7; medians are reported).
 //
+// The structured transport's ratio comes from bench/structured.mjs when that script is there
+// (every CLI with a structured transport, against its own resume); else Codex is measured here.
+//
 // cal's own time on a live pane is read from cal's timing trace (CAL_TRACE_TIMING): process
 // start (taken here, right before the spawn) to the `paste-sent` mark, plus the end-of-turn
 // record reaching the transcript (seen here by a file watch) to cal's exit.
 import { randomUUID } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { realpathSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -49,6 +52,9 @@ function header() {
 }
 
 /** `cal --version` against `node -e 0`, interleaved. */
+/** `node -e 0` on this machine now: how loaded it is (about 40 ms on a quiet 2-core one). */
+let nodeStartup = NaN;
+
 async function startup() {
   const nodeTimes = [];
   const calTimes = [];
@@ -56,7 +62,8 @@ async function startup() {
     nodeTimes.push(must(await timed(process.execPath, ['-e', '0']), 'node -e 0').ms);
     calTimes.push(must(await timed(process.execPath, [calBin, '--version']), 'cal --version').ms);
   }
-  report.relative('`cal --version` start-up ≤ 2x `node -e 0`', median(calTimes), median(nodeTimes), 2, 'node -e 0');
+  nodeStartup = median(nodeTimes);
+  report.relative('`cal --version` start-up ≤ 2x `node -e 0`', median(calTimes), nodeStartup, 2, 'node -e 0');
 }
 
 /** A Claude session run by cal in a pane, and an equivalent one of Claude's own (claude -p). */
@@ -77,6 +84,7 @@ async function livePane(s) {
   const afterEnd = [];
   const whole = [];
   const bare = [];
+  const parts = [];
   const trace = path.join(scratch, 'trace.txt');
   for (let i = 0; i < RUNS; i++) {
     const message = `What was the codeword? (live ${i})`;
@@ -86,7 +94,9 @@ async function livePane(s) {
     watch.stop();
     must(run, 'cal continue');
     if (!codeword(run, 'BENCH')) throw new Error(`cal continue answered ${JSON.stringify(run.stdout)}`);
-    if (run.marks['paste-sent'] === undefined || endAt === null) throw new Error('no paste-sent mark or no end-of-turn record seen');
+    for (const mark of ['main', 'command-loaded', 'paste-sent', 'end-read']) if (run.marks[mark] === undefined) throw new Error(`no ${mark} mark in cal's timing trace`);
+    if (endAt === null) throw new Error('no end-of-turn record seen');
+    parts.push({ start: run.startedAt, ...run.marks, end: endAt, exit: run.exitedAt });
     toPaste.push(run.marks['paste-sent'] - run.startedAt);
     afterEnd.push(Math.max(0, run.exitedAt - endAt));
     own.push(toPaste.at(-1) + afterEnd.at(-1));
@@ -95,11 +105,14 @@ async function livePane(s) {
     if (!codeword(b, 'BENCH')) throw new Error(`claude -p --resume answered ${JSON.stringify(b.stdout)}`);
     bare.push(b.ms);
   }
+  const part = (from, to) => fmt(median(parts.map((p) => p[to] - p[from])));
   report.absolute(
     "`cal continue` on a live pane: cal's own time ≤ 100 ms",
     median(own),
     100,
-    `process start → paste sent ${fmt(median(toPaste))}, end-of-turn record → exit ${fmt(median(afterEnd))} (medians)`,
+    `process start → paste sent ${fmt(median(toPaste))}: to cal's entry ${part('start', 'main')} (node's own start-up, \`node -e 0\`: ${fmt(nodeStartup)}), ` +
+      `module graph ${part('main', 'command-loaded')}, state and tmux work before the paste ${part('command-loaded', 'paste-sent')}; ` +
+      `end-of-turn record → exit ${fmt(median(afterEnd))}: record read ${part('end', 'end-read')}, turn saved and exit ${part('end-read', 'exit')} (medians)`,
   );
   report.relative('`cal continue` on a live pane: whole call ≤ 0.6x `claude -p --resume`', median(whole), median(bare), 0.6, 'claude -p --resume');
 }
@@ -191,6 +204,30 @@ async function codexStructured() {
   );
 }
 
+/**
+ * The structured transport against each CLI's own resume, by bench/structured.mjs (its own
+ * script, run here as a child so its rows land in this report); without that script, Codex only.
+ */
+async function structured() {
+  const script = path.join(root, 'bench', 'structured.mjs');
+  if (!existsSync(script)) return step('`cal continue` on Codex structured', codexStructured);
+  const env = { ...process.env, ...(process.env.BENCH_RUNS ? { BENCH_TURNS: process.env.BENCH_RUNS } : {}) };
+  const run = await timed(process.execPath, [script], { env });
+  const lines = run.stdout.split('\n');
+  let found = 0;
+  for (let i = 0; i < lines.length; i++) {
+    const head = /^(\S+) (\S+), /.exec(lines[i]);
+    const verdict = head && lines.slice(i + 1, i + 4).map((l) => /ratio ([\d.]+)x\s+(PASS|MISS) \(target ≤ ([\d.]+)x\)/.exec(l)).find(Boolean);
+    if (!head || !verdict) continue;
+    found++;
+    const [, provider, version] = head;
+    const [, ratio, pass, factor] = verdict;
+    const detail = lines.slice(i + 1, i + 3).map((l) => l.trim().replace(/\s+/g, ' ')).join('; ');
+    report.ratio(`\`cal continue\` on ${provider} ${version} structured ≤ ${factor}x the bare CLI's resume (bench/structured.mjs)`, Number(ratio), Number(factor), pass === 'PASS', detail);
+  }
+  if (run.code !== 0 && found === 0) report.failed('`cal continue` on the structured transport (bench/structured.mjs)', `exited ${run.code}: ${(run.stderr || run.stdout).trim().slice(-400)}`);
+}
+
 /** 16 Claude sessions continued at once: every answer right, the slowest within 3x the fastest. */
 async function concurrent() {
   const dir = path.join(scratch, 'state-16');
@@ -229,8 +266,10 @@ try {
   await step('`cal continue` after tmux loss', () => afterLoss(s));
   // The panes of the targets above are ended, so the concurrency target has the cores to itself.
   for (const dir of stateDirs) spawnSync('tmux', ['-S', await tmuxSocketFor(path.join(dir, 'tmux')), 'kill-server']);
-  await step('`cal continue` on Codex structured', codexStructured);
+  await step('`cal continue` on the structured transport', structured);
   await step(`${CONCURRENT} sessions continued at once`, concurrent);
+  const [l1, l5] = os.loadavg();
+  report.notes.push(`load average at the end ${l1.toFixed(2)}/${l5.toFixed(2)}; on a loaded machine every figure grows (compare \`node -e 0\` above with about 40 ms on a quiet one)`);
   misses = report.print();
 } finally {
   for (const dir of stateDirs) spawnSync('tmux', ['-S', await tmuxSocketFor(path.join(dir, 'tmux')), 'kill-server']);

@@ -1,7 +1,9 @@
 import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
+import { endQuietlyOnClosedPipe } from './util/closed-pipe.js';
 import { register } from './commands/register.js';
 import type { CommandSpec } from './commands/spec.js';
+import { timingMark } from './util/timing.js';
 
 /**
  * Builds the commander program from the commands' own specs. Only the module of the command
@@ -19,6 +21,7 @@ export const commandModules: Record<string, () => Promise<CommandModule>> = {
   start: () => import('./commands/start.js'),
   continue: () => import('./commands/continue.js'),
   'kill-tmux': () => import('./commands/kill-tmux.js'),
+  remove: () => import('./commands/remove.js'),
   inspect: () => import('./commands/inspect.js'),
   events: () => import('./commands/events.js'),
   run: () => import('./commands/run.js'),
@@ -57,6 +60,8 @@ export function buildProgram(specs: readonly CommandSpec[], setExit: (code: numb
     .version(version, '-V, --version')
     .option('--state-dir <dir>', 'state directory (default: $CAL_STATE_DIR or ~/.local/state/cal)')
     .showSuggestionAfterError()
+    // Commander's own error text is replaced by cal's one line (or JSON) in main().
+    .configureOutput({ outputError: () => undefined })
     .exitOverride();
   for (const spec of specs) register(program, spec, setExit);
   return program;
@@ -70,21 +75,32 @@ export function normaliseArgv(argv: string[]): string[] {
   return argv.map((arg) => (arg === '--wait' ? '--wait=forever' : arg));
 }
 
+/** Whether the command line asks for JSON (a `--json` before any `--`), for errors commander raises before a command runs. */
+export function wantsJson(args: readonly string[]): boolean {
+  const end = args.indexOf('--');
+  return (end === -1 ? args : args.slice(0, end)).includes('--json');
+}
+
 export async function main(argv: string[]): Promise<number> {
+  timingMark('main');
+  endQuietlyOnClosedPipe();
   argv = normaliseArgv(argv);
   let code = 0;
   try {
     const program = buildProgram(await specsFor(argv.slice(2)), (c) => {
       code = c;
     });
+    timingMark('command-loaded');
     await program.parseAsync(argv);
     return code;
   } catch (err) {
-    if (err instanceof CommanderError) {
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
-      return 2; // commander already printed its one-line message
-    }
+    if (err instanceof CommanderError && (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help')) return 0;
     const { renderError } = await import('./commands/common.js');
-    return renderError(err, {});
+    const json = wantsJson(argv.slice(2));
+    if (err instanceof CommanderError) {
+      const { CalError } = await import('./errors.js');
+      return renderError(new CalError('usage', err.message.replace(/^error: /, '')), { json });
+    }
+    return renderError(err, { json });
   }
 }

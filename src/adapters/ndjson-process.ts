@@ -1,4 +1,3 @@
-import { execa } from 'execa';
 
 /**
  * One turn of a CLI that prints one JSON event per stdout line (Cursor's and Agy's
@@ -27,6 +26,8 @@ export interface NdjsonRunResult {
 const KEEP_OTHER_LINES = 20;
 
 export async function runNdjson(req: NdjsonRunRequest): Promise<NdjsonRunResult> {
+  // Loaded here, not at the top: execa's import costs ~200 ms, paid by every cal run otherwise.
+  const { execa } = await import('execa');
   const child = execa(req.argv[0] as string, req.argv.slice(1), {
     cwd: req.cwd,
     env: req.env,

@@ -4,6 +4,7 @@ import { claudeCodeAdapter } from './claude-code/index.js';
 import { codexAdapter } from './codex/index.js';
 import { cursorAdapter } from './cursor/index.js';
 import { agyAdapter } from './agy/index.js';
+import { geminiAdapter } from './gemini/index.js';
 import { piAdapter } from './pi/index.js';
 import type { CliAdapter } from './types.js';
 import { anthropicApi } from './api/anthropic.js';
@@ -14,6 +15,7 @@ import type { ApiProviderAdapter } from './api/types.js';
 const adapters: Partial<Record<ProviderName, CliAdapter>> = {
   'claude-code': claudeCodeAdapter,
   codex: codexAdapter,
+  gemini: geminiAdapter,
   pi: piAdapter,
   cursor: cursorAdapter,
   agy: agyAdapter,

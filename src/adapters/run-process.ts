@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { timingMark } from '../util/timing.js';
 
 /**
  * One CLI process per structured turn, on node:child_process (execa's import alone costs more
@@ -26,6 +27,8 @@ export interface ProcessOptions {
   onStdout?: (chunk: Buffer) => void;
   /** Written to the child's stdin, which is then closed (without it stdin is closed at once). */
   input?: string;
+  /** Called at once when the process exists (its pid), before cal waits for it. */
+  onSpawned?: (pid: number) => void;
 }
 
 const FORCE_KILL_AFTER_MS = 5000;
@@ -34,6 +37,8 @@ const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 export function runProcess(file: string, args: string[], opts: ProcessOptions): Promise<ProcessRun> {
   return new Promise((resolve) => {
     const child = spawn(file, args, { cwd: opts.cwd, env: opts.env, stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    timingMark('structured-spawned');
+    if (child.pid !== undefined) opts.onSpawned?.(child.pid);
     if (opts.input !== undefined && child.stdin) {
       // A child that exits before reading all of it must not crash cal with EPIPE.
       child.stdin.on('error', () => undefined);
@@ -83,6 +88,7 @@ export function runProcess(file: string, args: string[], opts: ProcessOptions): 
       spawnError = e;
     });
     child.on('close', (code, signal) => {
+      timingMark('structured-exited');
       clearTimeout(timer);
       clearTimeout(forceKill);
       detach();

@@ -3,6 +3,7 @@ import { closeSync, openSync, readSync, unlinkSync, writeFileSync } from 'node:f
 import os from 'node:os';
 import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { timingMark } from '../util/timing.js';
 
 /**
  * One turn of a CLI in its JSON mode: one process, the message on stdin (no argv size limit:
@@ -23,6 +24,8 @@ export interface JsonlProcessRequest {
   timeoutMs: number;
   /** Every stdout line that parses as JSON, in order (other lines are counted). */
   onEvent(value: unknown): void;
+  /** Called at once when the CLI process exists (its pid), so cal can record it before it waits. */
+  onSpawned?(pid: number): void;
 }
 
 export interface JsonlProcessResult {
@@ -98,8 +101,11 @@ export async function runJsonlProcess(req: JsonlProcessRequest): Promise<JsonlPr
       // The child holds its own copies once it is spawned.
       for (const fd of [stdin, outWrite, errWrite]) closeSync(fd);
     }
+    timingMark('structured-spawned');
+    if (child.pid !== undefined) req.onSpawned?.(child.pid);
     timer = setInterval(drain, READ_EVERY_MS);
     const res = await exited(child, req.timeoutMs);
+    timingMark('structured-exited');
     clearInterval(timer);
     drain();
     if (pending.trim()) {

@@ -8,10 +8,11 @@ export type TurnEnd = 'completed' | 'failed' | 'interrupted' | 'lost';
  * The bookkeeping every CLI's turn observer shares: unknown records are counted and skipped,
  * records older than the send are never taken for our message, and the turn moves once from
  * waiting to running (keyed by the CLI's own turn key) to ended. Each adapter supplies how its
- * records are classified and what starts and ends a turn in them.
+ * records are classified and what starts and ends a turn in them, and may settle a running turn
+ * on time alone (`settle`: an end that waits a bounded time for the transcript to catch up).
  */
 export abstract class TranscriptTurnObserver<R> implements TurnObserver {
-  observation: TurnObservation = { phase: 'waiting' };
+  private state: TurnObservation = { phase: 'waiting' };
   tools: ToolActivity[] = [];
   unknownRecords = 0;
   protected turnKey: string | null = null;
@@ -25,22 +26,32 @@ export abstract class TranscriptTurnObserver<R> implements TurnObserver {
     this.needle = this.normalise(message);
   }
 
+  get observation(): TurnObservation {
+    if (this.state.phase === 'running') this.settle(Date.now());
+    return this.state;
+  }
+
   get partialAnswer(): string {
     return this.lastAnswer ?? '';
   }
 
   feed(value: unknown): void {
-    if (this.observation.phase === 'ended') return;
+    if (this.state.phase === 'ended') return;
     const rec = this.classify(value);
     if (rec === null) {
       this.unknownRecords++;
       return;
     }
-    if (this.observation.phase === 'waiting') {
+    if (this.state.phase === 'waiting') {
       if (!olderThan(value, this.notBefore)) this.whileWaiting(rec);
       return;
     }
     this.whileRunning(rec);
+  }
+
+  /** The phase without settling anything on time (for the observer's own rules). */
+  protected get phase(): TurnObservation['phase'] {
+    return this.state.phase;
   }
 
   /** The record in the adapter's own terms, or null for a kind it does not know. */
@@ -51,6 +62,8 @@ export abstract class TranscriptTurnObserver<R> implements TurnObserver {
   protected abstract whileWaiting(rec: R): void;
   /** After it: collect the answer and tools, and call `end` on the turn's end record. */
   protected abstract whileRunning(rec: R): void;
+  /** A running turn read at `now`: end it when a bounded wait ran out. Nothing by default. */
+  protected settle(_now: number): void {}
 
   /** Whether a user text is (or contains) our message. */
   protected isOurs(text: string): boolean {
@@ -59,10 +72,10 @@ export abstract class TranscriptTurnObserver<R> implements TurnObserver {
 
   protected begin(turnKey: string | null): void {
     this.turnKey = turnKey;
-    this.observation = { phase: 'running', turnKey };
+    this.state = { phase: 'running', turnKey };
   }
 
   protected end(status: TurnEnd, answer: string | null, error: string | null): void {
-    this.observation = { phase: 'ended', status, turnKey: this.turnKey, answer, error };
+    this.state = { phase: 'ended', status, turnKey: this.turnKey, answer, error };
   }
 }

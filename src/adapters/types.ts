@@ -1,4 +1,4 @@
-import type { PinnedCli, ProviderName } from '../handles/schema.js';
+import type { PinnedCli, ProviderName, ToolPolicy } from '../handles/schema.js';
 import type { ToolActivity } from '../handles/tool-activity.js';
 import type { SupportedVersions } from './versions.js';
 
@@ -135,6 +135,8 @@ export interface StructuredRunRequest extends LaunchRequest {
   onProgress?: (progress: TurnProgress) => void;
   /** Cancels the turn as Ctrl-C would (the CLI is interrupted; its stream ends the turn). */
   signal?: AbortSignal;
+  /** The CLI process was started (its pid), before cal waits for it to end. */
+  onSpawned?: (pid: number) => void;
 }
 
 export interface StructuredTransport {
@@ -151,6 +153,8 @@ export interface CliAdapter {
   /** The executable name looked up on PATH when no --cli-path is given. */
   readonly executable: string;
   readonly capabilities: Capabilities;
+  /** The tool policies its launch code maps to the CLI's own flags (absent: only `default`); others are refused before the handle is saved. */
+  readonly toolPolicies?: readonly ToolPolicy[];
   /** Environment variables the CLI needs by name (never their values), for the handle. */
   readonly envNames: readonly string[];
   /** The releases this adapter runs: the oldest proven and the newest certified (design §10); unset for an adapter that has not measured its floor yet. */

@@ -1,5 +1,5 @@
 import fs from 'node:fs/promises';
-import { CalError, TurnError, type CalEvent, type Turn, type TurnResult } from '../index.js';
+import { CalError, TurnError, type CalEvent, type Handle, type Turn, type TurnResult } from '../index.js';
 import { checkMessage } from '../library/history.js';
 import { toCalError } from '../errors.js';
 import type { LiveOutput } from './progress.js';
@@ -71,10 +71,24 @@ export function turnJson(turn: Turn): Record<string, unknown> {
   };
 }
 
+/**
+ * A CLI release newer than the newest its adapter certified runs, uncertified (design §10): the
+ * sentence that says so, or null for a certified one.
+ */
+export function uncertifiedCliText(handle: Handle): string | null {
+  const cli = handle.provider.cli;
+  if (cli?.support !== 'newer_than_certified') return null;
+  return `${handle.provider.provider} ${cli.version} is newer than ${cli.newestCertified ?? 'the newest release'} cal certified: it runs, uncertified (cal certify --provider ${handle.provider.provider} checks it)`;
+}
+
 /** Prints a settled turn (and the failure it ended in, if any) and returns the exit code. */
 export function renderTurn({ handle, turn }: TurnResult, opts: OutputOptions, failure: CalError | null = null): number {
+  const uncertified = uncertifiedCliText(handle);
+  // Once per command, on stderr in either mode: the answer on stdout stays the answer alone.
+  if (uncertified) process.stderr.write(`cal: note: ${uncertified}\n`);
   if (opts.json) {
     const out: Record<string, unknown> = { handle: handle.id, turn: turnJson(turn) };
+    if (uncertified) out.uncertifiedCli = { version: handle.provider.cli?.version, newestCertified: handle.provider.cli?.newestCertified ?? null, message: uncertified };
     if (failure) out.error = failure.toJSON();
     process.stdout.write(JSON.stringify(out) + '\n');
   } else {
@@ -124,7 +138,8 @@ export function renderError(err: unknown, opts: OutputOptions): number {
   const e = toCalError(err);
   if (opts.json) process.stdout.write(JSON.stringify({ error: e.toJSON() }) + '\n');
   else {
-    if (e.details.handle) process.stderr.write(`handle: ${e.details.handle}\n`);
+    // not_found carries the reference that matched nothing: no handle line for a handle that is not there.
+    if (e.details.handle && e.kind !== 'not_found') process.stderr.write(`handle: ${e.details.handle}\n`);
     process.stderr.write(`cal: ${e.kind}: ${e.message}\n`);
   }
   return e.exitCode;

@@ -1,4 +1,4 @@
-import { openSessions } from '../index.js';
+import { openSessions, toolPolicies } from '../index.js';
 import { parseHandleRef } from '../state/store.js';
 import { checkSystemPromptFlags, parseSeconds, cancelOnInterrupt, parseWait, readMessage, renderError, renderTurnCall, systemPromptOf } from './common.js';
 import { liveOutput } from './progress.js';
@@ -17,6 +17,7 @@ export const command = defineCommand({
     systemPrompt: { value: '<text>', help: 'expected system prompt' },
     systemPromptFile: { value: '<file>', help: 'expected system prompt, from a file' },
     mcpConfig: { value: '<file>', help: 'expected MCP config' },
+    toolPolicy: { value: '<policy>', help: 'expected tool policy (stale_handle if it differs)', choices: toolPolicies },
     wait: { value: '[seconds]', help: 'wait in line while another continuation runs, forever or --wait=S seconds (default: fail with busy)' },
     timeout: { value: '<seconds>', help: 'give up waiting for the end of the turn after this long' },
     events: { help: 'stream lifecycle events as NDJSON on stderr' },
@@ -38,6 +39,7 @@ export const command = defineCommand({
             model: opts.model,
             systemPrompt: await systemPromptOf(opts),
             mcpConfig: opts.mcpConfig,
+            toolPolicy: opts.toolPolicy,
             wait,
             timeoutSeconds: opts.timeout ? parseSeconds(opts.timeout, '--timeout') : undefined,
             onEvent: live.onEvent,

@@ -10,9 +10,13 @@ import { StateStore } from '../state/store.js';
 import { passThroughEnv, renderError } from './common.js';
 import { defineCommand } from './spec.js';
 
+/** The CLIs the demo can run, by the executable each is found as. */
+const DEMO_CLIS = { 'claude-code': 'claude', gemini: 'gemini' } as const;
+type DemoProvider = keyof typeof DEMO_CLIS;
+
 /**
  * The whole loop offline, on the embedded default: the scripted model on 127.0.0.1, the real
- * CLI in tmux in a HOME cal manages, a live paste, the pane killed, and native resume recalling
+ * CLI in tmux in a home cal manages, a live paste, the pane killed, and native resume recalling
  * the codeword. Uses a throwaway state directory unless --state-dir is given.
  */
 export const command = defineCommand({
@@ -20,7 +24,7 @@ export const command = defineCommand({
   help: 'the whole loop offline: scripted model, real CLI in tmux, kill the pane, resume natively',
   args: [],
   options: {
-    provider: { value: '<name>', help: 'which CLI', choices: ['claude-code'], default: 'claude-code' },
+    provider: { value: '<name>', help: 'which CLI', choices: Object.keys(DEMO_CLIS), default: 'claude-code' },
     cliPath: { value: '<path>', help: 'the CLI executable (default: PATH, then the one cal ships for tests)' },
   },
   async run(_args, opts, global) {
@@ -33,15 +37,17 @@ export const command = defineCommand({
       store = await StateStore.open(stateDir);
       const work = path.join(scratch, 'work');
       await fs.mkdir(work, { recursive: true });
-      const env = await AgentSessions.scriptedModelEnv('claude-code', scratch, server.url, passThroughEnv());
-      const cliPath = opts.cliPath ?? (findOnPath('claude', env.PATH) ? undefined : bundledCli('claude'));
+      const provider = (opts.provider ?? 'claude-code') as DemoProvider;
+      const bin = DEMO_CLIS[provider];
+      const env = await AgentSessions.scriptedModelEnv(provider, scratch, server.url, passThroughEnv());
+      const cliPath = opts.cliPath ?? (findOnPath(bin, env.PATH) ? undefined : bundledCli(bin));
       const sessions = await openSessions({ stateDir, env });
       const turn = { timeoutSeconds: 120 };
       say(`scripted model: ${server.url}`);
 
-      say('1. cal start --provider claude-code "Remember the codeword TANGO."');
-      const first = await sessions.start({ provider: 'claude-code', message: 'Remember the codeword TANGO.', cwd: work, cliPath, ...turn });
-      say(`   answer: ${first.turn.answer}   (handle ${first.handle.id}, claude ${first.handle.provider.cli?.version})`);
+      say(`1. cal start --provider ${provider} "Remember the codeword TANGO."`);
+      const first = await sessions.start({ provider, message: 'Remember the codeword TANGO.', cwd: work, cliPath, ...turn });
+      say(`   answer: ${first.turn.answer}   (handle ${first.handle.id}, ${bin} ${first.handle.provider.cli?.version})`);
 
       say('2. cal continue <handle> "What was the codeword?"   (pane alive: pasted)');
       const second = await sessions.continue(first.handle, 'What was the codeword?', turn);
@@ -70,6 +76,8 @@ export const command = defineCommand({
       if (store) await new AgentSessions(store).shutdownTransports().catch(() => undefined);
       await server.close();
       if (!global.stateDir) await fs.rm(scratch, { recursive: true, force: true }).catch(() => undefined);
+      // With --state-dir the handle outlives the demo, so its working directory and CLI home stay: said, not left silently.
+      else process.stderr.write(`cal demo: kept ${scratch} (the session's working directory and CLI home; remove it with the handle)\n`);
     }
   },
 });

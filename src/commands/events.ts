@@ -1,4 +1,5 @@
 import { openSessions } from '../index.js';
+import { stdoutClosed } from '../util/closed-pipe.js';
 import { renderError } from './common.js';
 import { defineCommand } from './spec.js';
 
@@ -12,7 +13,7 @@ export const command = defineCommand({
   async run([ref], opts, global) {
     try {
       const sessions = await openSessions({ stateDir: global.stateDir });
-      for await (const event of sessions.events(ref, { follow: opts.follow === true })) process.stdout.write(JSON.stringify(event) + '\n');
+      for await (const event of sessions.events(ref, { follow: opts.follow === true, signal: stdoutClosed })) process.stdout.write(JSON.stringify(event) + '\n');
       return 0;
     } catch (err) {
       return renderError(err, {});

@@ -3,7 +3,7 @@ import { listCertifications } from '../certify/results.js';
 import { liveCertificationOnly } from '../certify/scope.js';
 import type { InspectSource } from '../tui/source.js';
 import { age, certificationText, eventDetail, oneLine, screenTail, splitPanes, toolLine } from '../tui/format.js';
-import { renderError } from './common.js';
+import { renderError, uncertifiedCliText } from './common.js';
 import { defineCommand } from './spec.js';
 
 /**
@@ -34,10 +34,12 @@ export const command = defineCommand({
         } else {
           // A handle file that cannot be read is reported (on stderr), never left out in silence.
           for (const u of unreadable) process.stderr.write(`cal: unreadable handle ${u.file}${u.name ? ` (name ${u.name})` : ''}: ${u.reason}\n`);
-          for (const { handle, lastTurn } of handles) {
-            process.stdout.write(
-              [handle.id, handle.name ?? '-', handle.provider.provider, handle.provider.cli?.version ?? '-', handle.provider.status, lastTurn?.status ?? '-', handle.updatedAt].join('\t') + '\n',
-            );
+          if (handles.length > 0) {
+            const rows = handles.map(({ handle, lastTurn }) => [handle.id, handle.name ?? '-', handle.provider.provider, handle.provider.cli?.version ?? '-', handle.provider.status, lastTurn?.status ?? '-', handle.updatedAt]);
+            process.stdout.write(columns([['HANDLE', 'NAME', 'PROVIDER', 'CLI', 'STATUS', 'LAST TURN', 'UPDATED'], ...rows]));
+          } else if (unreadable.length === 0) {
+            // Said on stderr, so stdout stays empty for a script that counts lines.
+            process.stderr.write(`cal: no handles in ${sessions.stateDir}; start one with cal start\n`);
           }
           if (certifications.length > 0) process.stdout.write(certificationsText(certifications, Date.now()));
         }
@@ -45,8 +47,16 @@ export const command = defineCommand({
       }
       const detail = await sessions.inspect(ref);
       const uncertified = uncertifiedHere(detail.handle.provider.provider, detail.certification);
-      if (opts.json) process.stdout.write(JSON.stringify({ ...viewJson(detail), certification: detail.certification, ...(uncertified ? { uncertifiedHere: uncertified } : {}) }) + '\n');
-      else process.stdout.write(viewText(detail, Date.now(), uncertified ?? (detail.handle.provider.cli ? certificationText(detail.certification, Date.now()) : null)));
+      // A release newer than the adapter certified: uncertified, whatever a local certify run says.
+      const newer = uncertifiedCliText(detail.handle);
+      if (opts.json) {
+        process.stdout.write(
+          JSON.stringify({ ...viewJson(detail), certification: detail.certification, ...(uncertified ? { uncertifiedHere: uncertified } : {}), ...(newer ? { uncertifiedCli: newer } : {}) }) + '\n',
+        );
+      } else {
+        const results = detail.handle.provider.cli ? certificationText(detail.certification, Date.now()) : null;
+        process.stdout.write(viewText(detail, Date.now(), uncertified ?? (newer ? `uncertified: ${newer}${results ? ` · cal certify: ${results}` : ''}` : results)));
+      }
       return 0;
     } catch (err) {
       return renderError(err, opts);
@@ -77,8 +87,21 @@ function tuiSource(sessions: Sessions): InspectSource {
   };
 }
 
-function viewJson(view: SessionDetail): Record<string, unknown> {
-  return { ...view.handle, currentPaneAlive: view.currentPaneAlive, turns: view.turns, events: view.events, screen: view.screen, attach: view.attach };
+/** Left-aligned columns, two spaces apart (the last one unpadded). */
+function columns(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')).join('\n') + '\n';
+}
+
+/** A word a POSIX shell reads back as itself. */
+export function shellQuote(word: string): string {
+  return /^[A-Za-z0-9_./:=%@+,-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+export function viewJson(view: SessionDetail): Record<string, unknown> {
+  // Each recorded pane with what inspect shows of it: the current one or an archived one, alive or not.
+  const panes = view.handle.panes.map((p, i) => ({ ...p, current: view.panes[i]?.current ?? false, alive: view.panes[i]?.alive ?? false }));
+  return { ...view.handle, panes, currentPaneAlive: view.currentPaneAlive, turns: view.turns, events: view.events, screen: view.screen, attach: view.attach };
 }
 
 const SCREEN_LINES = 15;
@@ -97,7 +120,7 @@ function viewText(view: SessionDetail, now: number, certified: string | null = n
   const { current, archived } = splitPanes(view.panes);
   const lines = [
     `handle     ${h.id}${h.name ? ` (${h.name})` : ''}`,
-    `provider   ${p.provider} via ${p.transport}, CLI ${p.cli?.version ?? '-'} at ${p.cli?.realPath ?? '-'}`,
+    `provider   ${p.provider} via ${p.transport}, CLI ${p.cli?.version ?? '-'}${p.cli?.support === 'newer_than_certified' ? ' (uncertified)' : ''} at ${p.cli?.realPath ?? '-'}`,
     ...(certified !== null ? [`certified  ${certified}`] : []),
     `model      ${p.model ?? '(CLI default)'}`,
     `cwd        ${h.config.workingDir.realPath}`,
@@ -111,7 +134,7 @@ function viewText(view: SessionDetail, now: number, certified: string | null = n
   if (current && screen !== null) {
     lines.push(`screen of ${current.label} (last ${SCREEN_LINES} lines)`, ...screenTail(screen, SCREEN_LINES).map((l) => `  | ${l}`));
   }
-  if (attach) lines.push(`attach     ${attach.join(' ')}`);
+  if (attach) lines.push(`attach     ${attach.map(shellQuote).join(' ')}`);
   lines.push(`archived   ${archived.length} pane${archived.length === 1 ? '' : 's'}`);
   lines.push(
     'turns',

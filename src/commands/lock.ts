@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { execa } from 'execa';
 import { CalError } from '../errors.js';
 import { StateStore } from '../state/store.js';
@@ -25,10 +26,18 @@ export const command = defineCommand({
       if (command.length === 0) throw new CalError('usage', 'a command to run is required after --');
       const waitSeconds = opts.wait === undefined ? undefined : opts.wait === true || opts.wait === 'forever' ? Infinity : parseSeconds(String(opts.wait), '--wait');
       const store = await StateStore.open(global.stateDir);
-      const held = await store.locks.acquire(namedLock(name), { waitSeconds });
+      const held = await store.locks.acquire(namedLock(name), { waitSeconds }).catch((err: unknown) => {
+        // The lock's file name is cal's business: the message names the lock as the user did.
+        if (err instanceof CalError) throw new CalError(err.kind, err.message.replace(namedLock(name), `lock ${name}`), err.details);
+        throw err;
+      });
       try {
         const res = await execa(command[0] as string, command.slice(1), { stdio: 'inherit', reject: false });
-        return res.exitCode ?? 1;
+        if (res.exitCode !== undefined) return res.exitCode;
+        // Killed by a signal: the shell's convention, 128 + its number.
+        if (res.signal) return 128 + (os.constants.signals[res.signal] ?? 0);
+        const why = (res as { code?: string }).code === 'ENOENT' ? 'command not found' : (res as { code?: string }).code === 'EACCES' ? 'permission denied' : res.shortMessage;
+        throw new CalError('usage', `cannot run ${JSON.stringify(command[0])}: ${why}`);
       } finally {
         await held.release();
       }

@@ -1,4 +1,5 @@
 /** `cal model serve`: run the scripted model server in the foreground until SIGINT/SIGTERM. */
+import { CalError, toCalError } from '../errors.js';
 import { isLoopbackHost, startModelServer } from '../model/server.js';
 import { defineCommand, type OptionSpec, type OptionValues } from './spec.js';
 
@@ -20,6 +21,23 @@ export const command = defineCommand({
   run: (_args, opts): Promise<number> => runModelServe(opts),
 });
 
+/** Why the server could not listen, as a usage error naming the address (a busy port is the usual one). */
+/**
+ * Prints an error as every command does (`cal: <kind>: <message>`) and returns its exit code.
+ * Not common.ts's renderError: that module loads the whole library, which a model server needs none of.
+ */
+function renderError(err: unknown, _opts: object): number {
+  const e = toCalError(err);
+  process.stderr.write(`cal: ${e.kind}: ${e.message}\n`);
+  return e.exitCode;
+}
+
+function bindError(err: unknown, host: string, port: number): unknown {
+  const code = (err as NodeJS.ErrnoException).code;
+  const why: Record<string, string> = { EADDRINUSE: 'the port is in use', EACCES: 'permission denied (a port below 1024?)', EADDRNOTAVAIL: 'no such local address' };
+  return code && why[code] ? new CalError('usage', `cannot listen on ${host}:${port}: ${why[code]}`) : err;
+}
+
 function parsePort(value: string | undefined): number | null {
   if (value === undefined || value === '') return 0;
   const s = String(value).trim();
@@ -30,28 +48,22 @@ function parsePort(value: string | undefined): number | null {
 
 /**
  * Start the server, print its base URL as the first stdout line, and serve until SIGINT or
- * SIGTERM. Resolves with the exit code: 0 after a signal, 2 for bad options, 1 if it cannot bind.
+ * SIGTERM. Resolves with the exit code: 0 after a signal, 2 (usage) for bad options or an
+ * address it cannot bind (a port in use); errors as every command prints them.
  */
 export async function runModelServe(opts: ModelServeOptions): Promise<number> {
   const host = opts.host ?? '127.0.0.1';
   const port = parsePort(opts.port);
-  if (port === null) {
-    process.stderr.write(`cal model serve: --port must be a whole number 0..65535, got ${String(opts.port)}\n`);
-    return 2;
-  }
+  if (port === null) return renderError(new CalError('usage', `--port must be a whole number 0..65535, got ${String(opts.port)}`), {});
   if (!isLoopbackHost(host) && !opts.allowRemote) {
-    process.stderr.write(
-      `cal model serve: ${host} is not a loopback address; the scripted model has no authentication. Pass --allow-remote to bind it anyway.\n`,
-    );
-    return 2;
+    return renderError(new CalError('usage', `${host} is not a loopback address; the scripted model has no authentication. Pass --allow-remote to bind it anyway.`), {});
   }
   let server;
   try {
     // Nobody reads the in-process log of a foreground server; keep it small (the --log file has everything).
     server = await startModelServer({ host, port, allowRemote: opts.allowRemote === true, maxLogEntries: 100, ...(opts.log ? { logFile: opts.log } : {}) });
   } catch (err) {
-    process.stderr.write(`cal model serve: ${(err as Error).message}\n`);
-    return 1;
+    return renderError(bindError(err, host, port), {});
   }
   // Listen for the stop signals before announcing the URL: a script may send one as soon as it reads it.
   const stopped = new Promise<void>((resolve) => {

@@ -160,6 +160,9 @@ export class TurnStream {
     view.tools.forEach((tool, i) => {
       if (i < this.announced) return;
       this.announced = i + 1;
+      // A call first seen already finished is one line in plain output (its call and its end
+      // would print the same line twice); JSON keeps both events, whose fields differ.
+      if (!this.json && tool.status) this.finished.add(i);
       this.tool(tool, 'call');
       finish(tool, i);
     });

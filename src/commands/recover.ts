@@ -1,6 +1,6 @@
 import { exitCodes, openSessions, type CalEvent, type RecoverItem } from '../index.js';
 import { eventPrinter, parseSeconds, renderError } from './common.js';
-import { createProgress } from './progress.js';
+import { createProgress, spinnerWanted } from './progress.js';
 import { defineCommand } from './spec.js';
 
 /**
@@ -22,10 +22,19 @@ export const command = defineCommand({
     try {
       const sessions = await openSessions({ stateDir: global.stateDir });
       const progress = await createProgress({ json: opts.json, initial: 'recovering' });
+      const spinning = spinnerWanted({ json: opts.json });
       const printEvent = eventPrinter(opts);
       const onEvent = (e: CalEvent) => {
         printEvent?.(e);
         progress.onEvent(e);
+        // Progress for people and logs: which turn recover is on and what it does with it (a
+        // wait for a CLI still working can take up to --timeout).
+        if (!opts.json && !opts.events && e.event === 'recovering') {
+          const action = String((e.detail as { action?: unknown } | undefined)?.action ?? '');
+          const line = `recovering ${e.handle} ${e.turn ?? ''}: ${progressWords[action] ?? action}`;
+          if (spinning) progress.setState(line);
+          else process.stderr.write(`${line}\n`);
+        }
       };
       const { turns: items, runs } = await sessions.recover({ dryRun: opts.dryRun, retryLost: opts.retryLost, onEvent, ...(opts.timeout ? { timeoutSeconds: parseSeconds(opts.timeout, '--timeout') } : {}) }).finally(() => progress.stop());
       if (opts.json) process.stdout.write(JSON.stringify({ dryRun: Boolean(opts.dryRun), turns: items, runs }) + '\n');
@@ -45,6 +54,14 @@ export const command = defineCommand({
     }
   },
 });
+
+const progressWords: Record<string, string> = {
+  settled_from_transcript: 'settling from the transcript',
+  waited_for_cli: 'waiting for the CLI to finish it (up to --timeout)',
+  marked_lost: 'its pane is gone: marking it lost',
+  delivered: 'delivering the message',
+  retried_lost: 'sending the lost message again',
+};
 
 function exitFor(items: RecoverItem[]): number {
   for (const i of items) {

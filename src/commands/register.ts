@@ -1,4 +1,5 @@
 import { Argument, Option, type Command } from 'commander';
+import { CalError } from '../errors.js';
 import { flagOf, type ArgSpec, type ArgValues, type CommandSpec, type GlobalOptions, type OptionSpec, type OptionValues } from './spec.js';
 
 /** Adds one spec's command (under its group, for `model serve`) and wires its action to the exit code. */
@@ -16,13 +17,19 @@ export function register(program: Command, spec: CommandSpec, setExit: (code: nu
   for (const [key, o] of Object.entries(spec.options)) {
     const option = new Option(o.value ? `${flagOf(key)} ${o.value}` : flagOf(key), o.help);
     if (o.choices) option.choices(o.choices);
-    if (o.required) option.makeOptionMandatory();
     if (o.default !== undefined) option.default(o.default);
     command.addOption(option);
   }
   command.action(async (...received: unknown[]) => {
     const args = received.slice(0, spec.args.length) as ArgValues<readonly ArgSpec[]>;
     const opts = received[spec.args.length] as OptionValues<Record<string, OptionSpec>>;
+    // Checked here, after commander's own checks, so an unknown or misspelt flag is reported as
+    // such rather than as the required option it failed to be.
+    for (const [key, o] of Object.entries(spec.options)) {
+      if (o.required && (opts as Record<string, unknown>)[key] === undefined) {
+        throw new CalError('usage', `required option ${flagOf(key)}${o.value ? ` ${o.value}` : ''} not specified`);
+      }
+    }
     setExit(await spec.run(args, opts, program.opts<GlobalOptions>()));
   });
 }

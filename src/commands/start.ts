@@ -1,4 +1,4 @@
-import { openSessions, providerNames } from '../index.js';
+import { CalError, openSessions, providerNames, toolPolicies } from '../index.js';
 import { checkSystemPromptFlags, parseSeconds, cancelOnInterrupt, readMessage, renderError, renderTurnCall, systemPromptOf } from './common.js';
 import { liveOutput } from './progress.js';
 import { defineCommand } from './spec.js';
@@ -13,9 +13,11 @@ export const command = defineCommand({
     model: { value: '<model>', help: 'model name passed to the CLI' },
     transport: { value: '<kind>', help: 'how cal drives the CLI', choices: ['tmux', 'structured', 'api'] },
     name: { value: '<name>', help: 'a name to use instead of the handle id' },
+    replace: { help: 'with --name: remove the handle that has this name first (refused while it is busy)' },
     systemPrompt: { value: '<text>', help: 'system prompt appended natively by the CLI' },
     systemPromptFile: { value: '<file>', help: 'read the system prompt from a file' },
     mcpConfig: { value: '<file>', help: 'MCP config file handed to the CLI' },
+    toolPolicy: { value: '<policy>', help: "what the CLI may do without asking: default (the CLI's own settings), read-only, accept-edits, bypass", choices: toolPolicies },
     cliPath: { value: '<path>', help: 'the CLI executable to pin (default: found on PATH)' },
     timeout: { value: '<seconds>', help: 'give up waiting for the end of the turn after this long' },
     events: { help: 'stream lifecycle events as NDJSON on stderr' },
@@ -25,6 +27,7 @@ export const command = defineCommand({
   async run([messageArg], opts, global) {
     try {
       checkSystemPromptFlags(opts);
+      if (opts.replace && opts.name === undefined) throw new CalError('usage', '--replace needs --name (the name to reuse)');
       const message = await readMessage(messageArg);
       const sessions = await openSessions({ stateDir: global.stateDir });
       const live = await liveOutput(opts, 'starting');
@@ -37,8 +40,10 @@ export const command = defineCommand({
             model: opts.model,
             transport: opts.transport,
             name: opts.name,
+            replace: opts.replace === true,
             systemPrompt: await systemPromptOf(opts),
             mcpConfig: opts.mcpConfig,
+            toolPolicy: opts.toolPolicy,
             cliPath: opts.cliPath,
             timeoutSeconds: opts.timeout ? parseSeconds(opts.timeout, '--timeout') : undefined,
             onEvent: live.onEvent,

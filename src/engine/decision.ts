@@ -3,7 +3,7 @@ import { CalError, toCalError } from '../errors.js';
 import type { PinnedCli, ProviderHandle } from '../handles/schema.js';
 import { prepareMessage, type PreparedMessage } from './message.js';
 import { checkStability } from './stability.js';
-import { runStructuredTurn } from './structured-continuation.js';
+import { awaitStructuredTurn, runStructuredTurn } from './structured-continuation.js';
 import { paneAlive } from './tmux-control.js';
 import { endPane } from './transport.js';
 import { awaitRecorded, launchAndFollow, pasteAndFollow } from './tmux-turn.js';
@@ -19,6 +19,7 @@ import type { EngineResult, TurnIntent, TurnRequest } from './types.js';
  * | 1   | transport api                                    | non_applicable      |
  * | 2   | fingerprint differs from the request             | stale_handle        |
  * | 6   | transport structured                             | structured turn     |
+ * | 6   | transport structured, a turn its CLI already has | follow it, no send  |
  * | 3   | tmux, its own pane alive                         | paste               |
  * | 4   | tmux, pane gone, native id                       | lost_tmux + resume  |
  * | 5   | tmux, pane gone, no native id, nothing delivered | fresh launch        |
@@ -28,6 +29,7 @@ import type { EngineResult, TurnIntent, TurnRequest } from './types.js';
 export type Route =
   | { kind: 'non_applicable' }
   | { kind: 'structured' }
+  | { kind: 'structured_await' }
   | { kind: 'paste' }
   | { kind: 'await' }
   | { kind: 'launch'; mode: 'fresh' | 'resume'; lostPane: boolean }
@@ -46,7 +48,7 @@ export interface RouteFacts {
 /** The decision table itself: pure, so every row is tested without tmux or a CLI. */
 export function decideRoute(f: RouteFacts): Route {
   if (f.transport === 'api') return { kind: 'non_applicable' };
-  if (f.transport === 'structured') return { kind: 'structured' };
+  if (f.transport === 'structured') return f.intent === 'await' ? { kind: 'structured_await' } : { kind: 'structured' };
   if (f.intent === 'await') return { kind: 'await' };
   if (f.hasPane && f.paneAlive) return { kind: 'paste' };
   const lostPane = f.hasPane;
@@ -95,6 +97,8 @@ export async function runProviderTurn(req: TurnRequest): Promise<EngineResult> {
       throw new CalError('non_applicable', `${req.handle.provider} is an API provider: it has no native continuation`);
     case 'structured':
       return runStructuredTurn(req, msg.text);
+    case 'structured_await':
+      return awaitStructuredTurn(req, msg.text, (req.intent as Extract<TurnIntent, { kind: 'await' }>).sentAt);
     case 'await':
       return awaitRecorded(req, msg.text, (req.intent as Extract<TurnIntent, { kind: 'await' }>).sentAt);
     case 'paste':

@@ -8,7 +8,12 @@ import { CalError } from '../errors.js';
  * is recorded, so a bad file is the same `usage` error for every CLI rather than whatever each
  * CLI does with it after launch (Claude Code exited, Codex refused its overrides).
  */
-const McpServer = z.union([z.object({ command: z.string().min(1) }).passthrough(), z.object({ url: z.string().min(1) }).passthrough()]);
+const strings = z.record(z.string(), z.string());
+const McpServer = z.union([
+  // The shapes every CLI's conversion reads (a non-string arg or env value is refused here, not by one CLI after launch).
+  z.object({ command: z.string().min(1), args: z.array(z.string()).optional(), env: strings.optional() }).passthrough(),
+  z.object({ url: z.string().min(1), headers: strings.optional() }).passthrough(),
+]);
 const McpConfig = z.object({ mcpServers: z.record(z.string(), McpServer) }).passthrough();
 
 export function checkMcpConfig(file: string): void {

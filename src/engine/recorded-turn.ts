@@ -1,6 +1,7 @@
 import type { CliAdapter, SessionConfig, TurnObserver } from '../adapters/types.js';
 import type { ProviderHandle } from '../handles/schema.js';
 import { lastLineBoundary } from '../transcripts/jsonl-tail.js';
+import { isProcessAlive } from '../util/process-identity.js';
 import { prepareMessage } from './message.js';
 import { paneAlive, type TmuxFactory } from './tmux-control.js';
 import { feedSignals, feedTranscript } from './transcript-feed.js';
@@ -9,7 +10,8 @@ import { feedSignals, feedTranscript } from './transcript-feed.js';
 export interface RecordedTurn {
   observation: TurnObserver['observation'];
   tools: TurnObserver['tools'];
-  paneAlive: boolean;
+  /** The CLI is still there: its pane is alive, or (structured) its process still runs. */
+  cliAlive: boolean;
   /** The handle as read: bound to its transcript now (a first turn whose id was not yet on it), offset past an ended turn. */
   handle: ProviderHandle;
 }
@@ -24,7 +26,8 @@ export async function observeRecordedTurn(
   tmux: TmuxFactory,
 ): Promise<RecordedTurn> {
   const { text } = prepareMessageLeniently(adapter, handle, message);
-  const alive = handle.tmux ? await paneAlive(tmux(handle.tmux.socket), handle.tmux) : false;
+  const proc = handle.cliProcess ?? null;
+  const alive = handle.tmux ? await paneAlive(tmux(handle.tmux.socket), handle.tmux) : proc !== null && isProcessAlive(proc.pid, proc.startTime);
   // Past the stored offset lie only records of turns not yet settled (the offset moves past every
   // settled or lost one), so the clock is not needed to keep earlier turns out, and a clock stepped
   // back since the turn was recorded would hide the CLI's own record of it. Only a transcript not
@@ -39,7 +42,7 @@ export async function observeRecordedTurn(
     const fed = await feedTranscript(handle.transcript.path, handle.transcript.offset, observer);
     if (fed.ended) handle = { ...handle, transcript: { ...handle.transcript, offset: fed.offset } };
   }
-  return { observation: observer.observation, tools: observer.tools, paneAlive: alive, handle };
+  return { observation: observer.observation, tools: observer.tools, cliAlive: alive, handle };
 }
 
 /**

@@ -37,10 +37,16 @@ export interface RequestedConfig {
   model?: string;
   systemPrompt?: string;
   mcpConfig?: string;
+  toolPolicy?: string;
 }
 
-function stale(field: string, expected: unknown, actual: unknown, why: string): CalError {
-  return new CalError('stale_handle', `stale handle: ${field} ${why} (expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}); start a new session or continue with the original ${field}`, {
+/**
+ * `shown`: what the message says instead of the raw expected/actual values (the prompts' first
+ * words, the MCP files' paths), where those are hashes no person can compare; the error's
+ * fields keep the values either way.
+ */
+function stale(field: string, expected: unknown, actual: unknown, why: string, shown?: string): CalError {
+  return new CalError('stale_handle', `stale handle: ${field} ${why} (${shown ?? `expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`}); start a new session or continue with the original ${field}`, {
     field,
     expected,
     actual,
@@ -58,11 +64,18 @@ export async function checkStability(recorded: StabilityFingerprint, requested: 
     throw stale('model', recorded.model, requested.model, 'differs');
   }
   if (requested.systemPrompt !== undefined && sha256(requested.systemPrompt) !== recorded.systemPromptHash) {
-    throw stale('systemPrompt', recorded.systemPromptHash, sha256(requested.systemPrompt), 'differs (sha256 shown)');
+    const shown = recorded.systemPrompt !== null ? `recorded ${JSON.stringify(clip(recorded.systemPrompt))}, got ${JSON.stringify(clip(requested.systemPrompt))}` : undefined;
+    throw stale('systemPrompt', recorded.systemPromptHash, sha256(requested.systemPrompt), 'differs', shown);
+  }
+  if (requested.toolPolicy !== undefined && requested.toolPolicy !== recorded.toolPolicy) {
+    throw stale('toolPolicy', recorded.toolPolicy, requested.toolPolicy, 'differs');
   }
   if (requested.mcpConfig !== undefined) {
     const asked = await hashFile(requested.mcpConfig);
-    if (asked !== recorded.mcpConfigHash) throw stale('mcpConfig', recorded.mcpConfigHash, asked, 'differs (sha256 shown)');
+    if (asked !== recorded.mcpConfigHash) {
+      const shown = `recorded ${recorded.mcpConfigPath ?? 'none'}${recorded.mcpConfigHash ? ` (sha256 ${recorded.mcpConfigHash.slice(0, 12)}…)` : ''}, got ${path.resolve(requested.mcpConfig)} (sha256 ${asked.slice(0, 12)}…)`;
+      throw stale('mcpConfig', recorded.mcpConfigHash, asked, 'differs', shown);
+    }
   }
   if (recorded.mcpConfigPath) {
     let current: string;
@@ -71,8 +84,16 @@ export async function checkStability(recorded: StabilityFingerprint, requested: 
     } catch {
       current = 'missing';
     }
-    if (current !== recorded.mcpConfigHash) throw stale('mcpConfig', recorded.mcpConfigHash, current, `file ${recorded.mcpConfigPath} changed`);
+    if (current !== recorded.mcpConfigHash) {
+      const shown = current === 'missing' ? 'it is gone' : `sha256 ${recorded.mcpConfigHash?.slice(0, 12)}… when the session started, ${current.slice(0, 12)}… now`;
+      throw stale('mcpConfig', recorded.mcpConfigHash, current, `file ${recorded.mcpConfigPath} changed`, shown);
+    }
   }
+}
+
+function clip(text: string): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > 60 ? `${line.slice(0, 60)}…` : line;
 }
 
 /** The folder must still be the same one (device and inode of its real path), and so must --cwd. */

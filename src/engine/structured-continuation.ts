@@ -1,11 +1,19 @@
 import { CalError } from '../errors.js';
-import type { PinnedCli } from '../handles/schema.js';
+import type { PinnedCli, ProviderHandle } from '../handles/schema.js';
 import { checkPinned } from '../adapters/resolve.js';
+import { isProcessAlive, processStartTime } from '../util/process-identity.js';
+import { feedTranscript } from './transcript-feed.js';
 import type { EngineResult, TurnRequest } from './types.js';
 
 /**
  * Structured transport (design §4.6): one CLI process per turn in its JSON mode, with the CLI's
  * own resume after the first turn. No pane; the answer comes from the CLI's event stream.
+ *
+ * The CLI reads its message from a file and writes to files (adapters/structured-process.ts), so
+ * it outlives a cal killed mid-turn and finishes the turn in its transcript. What a later
+ * `cal recover` needs to settle that turn without sending it again is written before cal waits:
+ * the turn is `running` before the launch (the CLI may hold the message from then on), and the
+ * CLI's pid and start time are on the handle as soon as the process exists.
  */
 export async function runStructuredTurn(req: TurnRequest, text: string): Promise<EngineResult> {
   const { adapter, hooks } = req;
@@ -19,29 +27,93 @@ export async function runStructuredTurn(req: TurnRequest, text: string): Promise
   }
   await adapter.prepare(req.env, req.config);
   await hooks.onSending();
-  const result = await adapter.structured.run({
-    cli,
-    env: req.env,
-    config: req.config,
-    mode,
-    // The first turn may use the id chosen up front, where the CLI lets cal choose one.
-    sessionId: mode === 'resume' ? handle.nativeSessionId : handle.pendingSessionId,
-    message: text,
-    timeoutMs: req.timeoutMs,
-    ...(req.sessionDir ? { sessionDir: req.sessionDir } : {}),
-    ...(req.signal ? { signal: req.signal } : {}),
-    ...(hooks.onProgress ? { onProgress: hooks.onProgress } : {}),
-  });
+  await hooks.onRecorded(null);
+  await hooks.emit('running', {});
+  let recording: Promise<void> | null = null;
+  const onSpawned = (pid: number) => {
+    recording = hooks.onHandleChanged({ ...handle, cli, cliProcess: { pid, startTime: processStartTime(pid) } }, {});
+  };
+  let result;
+  try {
+    result = await adapter.structured.run({
+      cli,
+      env: req.env,
+      config: req.config,
+      mode,
+      // The first turn uses the id chosen up front (on the handle since start), where the CLI
+      // lets cal choose one: recover finds its transcript by it.
+      sessionId: mode === 'resume' ? handle.nativeSessionId : handle.pendingSessionId,
+      message: text,
+      timeoutMs: req.timeoutMs,
+      onSpawned,
+      ...(req.sessionDir ? { sessionDir: req.sessionDir } : {}),
+      ...(req.signal ? { signal: req.signal } : {}),
+      ...(hooks.onProgress ? { onProgress: hooks.onProgress } : {}),
+    });
+  } catch (err) {
+    // The process has ended: its record goes, so nothing later waits on a pid that is gone.
+    if (recording) {
+      await recording;
+      await hooks.onHandleChanged({ ...handle, cli, cliProcess: null }, {});
+    }
+    throw err;
+  }
+  if (recording) await recording;
   handle = {
     ...handle,
     cli,
     nativeSessionId: result.sessionId,
     pendingSessionId: null,
     transcript: result.transcriptPath ? { path: result.transcriptPath, offset: handle.transcript?.offset ?? 0 } : handle.transcript,
+    cliProcess: null,
     status: 'idle',
   };
   await hooks.onHandleChanged(handle, {});
-  await hooks.onRecorded(null);
-  await hooks.emit('running', {});
   return { handle, outcome: { status: result.status, answer: result.answer, error: result.error, turnKey: null, tools: result.tools } };
+}
+
+/** How often a structured turn that another cal launched is looked at while its CLI works. */
+const AWAIT_POLL_MS = 100;
+
+/**
+ * Follows a structured turn whose cal died while its CLI went on (intent `await`, from recover
+ * or the next continue): the transcript is read until the turn ends there, sending nothing. A
+ * CLI process that is gone before the transcript records the end leaves the turn `lost`.
+ */
+export async function awaitStructuredTurn(req: TurnRequest, text: string, sentAt: Date): Promise<EngineResult> {
+  const { adapter, hooks } = req;
+  let handle: ProviderHandle = req.handle;
+  const proc = handle.cliProcess ?? null;
+  const observer = adapter.observeTurn(text, handle.transcript ? undefined : sentAt);
+  let offset = handle.transcript?.offset ?? 0;
+  const deadline = Date.now() + req.timeoutMs;
+  for (;;) {
+    // Liveness first, the transcript after: a CLI that ends in between has written its end.
+    const alive = proc !== null && isProcessAlive(proc.pid, proc.startTime);
+    if (!handle.transcript) {
+      const bound = await adapter.bindTranscript({ env: req.env, config: req.config, sessionId: handle.pendingSessionId, message: text, sentAt });
+      if (bound) {
+        handle = { ...handle, nativeSessionId: bound.sessionId, pendingSessionId: null, transcript: { path: bound.path, offset: 0 } };
+        offset = 0;
+      }
+    }
+    if (handle.transcript) {
+      const fed = await feedTranscript(handle.transcript.path, offset, observer);
+      if (fed.truncated) throw new CalError('lost', `the transcript ${handle.transcript.path} was truncated or replaced while the turn ran`);
+      offset = fed.offset;
+    }
+    const obs = observer.observation;
+    if (obs.phase === 'ended') {
+      handle = { ...handle, transcript: handle.transcript ? { ...handle.transcript, offset } : null, cliProcess: null, status: 'idle' };
+      await hooks.onHandleChanged(handle, {});
+      return { handle, outcome: { status: obs.status, answer: obs.answer, error: obs.error, turnKey: obs.turnKey, tools: observer.tools } };
+    }
+    if (!alive) {
+      await hooks.onHandleChanged({ ...handle, cliProcess: null }, {});
+      throw new CalError('lost', `the ${adapter.name} process ended before its transcript recorded the end of the turn`);
+    }
+    if (Date.now() > deadline) throw new CalError('timeout', `the ${adapter.name} process did not end the turn within ${Math.round(req.timeoutMs / 1000)}s`);
+    hooks.onProgress?.({ observation: obs, tools: observer.tools, partialAnswer: observer.partialAnswer });
+    await new Promise((r) => setTimeout(r, AWAIT_POLL_MS));
+  }
 }

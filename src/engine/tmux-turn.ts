@@ -7,6 +7,7 @@ import { checkArgvSize, paneCommand } from './launch-script.js';
 import type { PreparedMessage } from './message.js';
 import { PANE_TAG_ENV, samePane } from './tmux-control.js';
 import { feedSignals, feedTranscript } from './transcript-feed.js';
+import { timingMark } from '../util/timing.js';
 import type { EngineResult, TurnRequest } from './types.js';
 
 /**
@@ -68,7 +69,9 @@ export async function pasteAndFollow(req: TurnRequest, msg: PreparedMessage): Pr
   const location = req.handle.tmux as TmuxLocation;
   await pasteAndSubmit(req, location.socket, location.paneId, msg.typed);
   await req.hooks.onSent?.();
-  return follow(req, msg.text, 'paste', sentAt, true);
+  // The pane was found alive right before the paste (decision.ts): the first look at it is due
+  // one check interval later, not in the same breath as the paste.
+  return follow(req, msg.text, 'paste', sentAt, true, Date.now());
 }
 
 /** Follows a turn the CLI already has (a cal that died mid-turn): nothing is sent. */
@@ -92,7 +95,7 @@ async function pasteAndSubmit(req: TurnRequest, socket: string, paneId: string, 
  * Follows the transcript from the stored offset until our turn ends, the pane dies, the caller
  * cancels or the timeout passes. The stored offset moves only past records this turn consumed.
  */
-async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, pasted: boolean): Promise<EngineResult> {
+async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, pasted: boolean, paneCheckedAt = 0): Promise<EngineResult> {
   const { adapter, hooks } = req;
   let handle = req.handle;
   const location = handle.tmux as TmuxLocation;
@@ -104,7 +107,7 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
   let signalOffset = handle.signals?.offset ?? 0;
   let recorded = false;
   let resubmits = 0;
-  let lastPaneCheck = 0;
+  let lastPaneCheck = paneCheckedAt;
   let cancelledAt: number | null = null;
   let fedRecords = 0;
   // When the CLI last wrote a record (or cal last pressed the adapter's stall keys).
@@ -162,6 +165,7 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
       }
     }
     if (await readAll()) {
+      timingMark('end-read');
       await settle('idle');
       const obs = observer.observation;
       if (obs.phase !== 'ended') throw new CalError('internal', 'observer ended without an outcome');

@@ -87,8 +87,26 @@ export const ProviderHandle = z.object({
   signals: TranscriptCursor.nullable().default(null),
   /** Names (never values) of the environment variables the session needs. */
   envNames: z.array(z.string()).default([]),
+  /**
+   * The structured transport's CLI process while it runs a turn (pid and kernel start time), so
+   * a recover after cal died can tell a CLI still working (wait) from one that is gone (settle
+   * from the transcript). Null between turns and for a pane.
+   */
+  cliProcess: z.object({ pid: z.number().int().positive(), startTime: z.string().nullable() }).nullable().optional(),
 });
 export type ProviderHandle = z.infer<typeof ProviderHandle>;
+
+/**
+ * What the CLI may do without asking, in terms no one CLI owns; each adapter maps it to its CLI's
+ * own flags and refuses (usage) a policy its CLI has no honest equivalent for:
+ * - default: whatever the user's own CLI settings say (cal passes nothing);
+ * - read-only: the agent may read and search, not edit files nor run commands that change things;
+ * - accept-edits: file edits in the working directory go through without asking;
+ * - bypass: no approvals and no sandbox (only where the machine itself is the sandbox).
+ */
+export const toolPolicies = ['default', 'read-only', 'accept-edits', 'bypass'] as const;
+export const ToolPolicy = z.enum(toolPolicies);
+export type ToolPolicy = z.infer<typeof ToolPolicy>;
 
 export const StabilityFingerprint = z.object({
   workingDir: DirIdentity,

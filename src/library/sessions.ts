@@ -1,6 +1,5 @@
 import { CalError } from '../errors.js';
 import { certIds } from '../certify/types.js';
-import { listCertifications, saveCertification } from '../certify/results.js';
 import { AgentSessions, type StartRequest } from '../sessions/agent-sessions.js';
 import { resolveStateDir } from '../state/paths.js';
 import { StateStore, type EventRecord } from '../state/store.js';
@@ -21,6 +20,8 @@ import type {
   OpenOptions,
   RecoverOptions,
   RecoverResult,
+  RemoveOptions,
+  RemoveResult,
   SessionDetail,
   SessionList,
   Sessions,
@@ -58,7 +59,32 @@ class CalSessions implements Sessions {
   async start(o: StartOptions): Promise<TurnResult> {
     checkMessage(o.message);
     refuseAborted(o.signal);
-    const result = await this.agents.start({
+    let result: Awaited<ReturnType<AgentSessions['start']>>;
+    try {
+      result = await this.startSession(o);
+    } catch (err) {
+      if (err instanceof CalError && err.handle && o.name !== undefined) await this.releaseName(err.handle, err.kind, o.onEvent as EventSink);
+      throw err;
+    }
+    if (result.turn.status !== 'completed' && o.name !== undefined) await this.releaseName(result.handle.id, result.turn.status, o.onEvent as EventSink);
+    return completedOrThrow(result);
+  }
+
+  /**
+   * A start whose first turn did not complete gives its name back, so the same command can run
+   * again; the handle stays under its id (inspect it, continue it, or remove it). A turn that
+   * timed out or is busy is not over (the CLI may still finish it), so it keeps the name.
+   */
+  private async releaseName(handleId: string, ending: string, onEvent: EventSink): Promise<void> {
+    if (ending === 'timeout' || ending === 'busy') return;
+    const handle = await this.store.loadHandle(handleId).catch(() => null);
+    if (!handle || handle.name === null) return;
+    await this.store.saveHandle({ ...handle, name: null });
+    await this.agents.workflowEvent(handle.id, 'name_released', { name: handle.name, reason: ending }, onEvent);
+  }
+
+  private startSession(o: StartOptions): ReturnType<AgentSessions['start']> {
+    return this.agents.start({
       provider: o.provider,
       message: o.message,
       cwd: o.cwd,
@@ -67,13 +93,14 @@ class CalSessions implements Sessions {
       name: o.name,
       systemPrompt: o.systemPrompt,
       mcpConfig: o.mcpConfig,
+      toolPolicy: o.toolPolicy,
       cliPath: o.cliPath,
       timeoutSeconds: o.timeoutSeconds,
+      replace: o.replace,
       env: this.env,
       ...callbacks(o),
       ...withSignal(o.signal),
     });
-    return completedOrThrow(result);
   }
 
   async continue(ref: HandleRef, message: string, o: ContinueOptions = {}): Promise<TurnResult> {
@@ -87,6 +114,7 @@ class CalSessions implements Sessions {
       model: o.model,
       systemPrompt: o.systemPrompt,
       mcpConfig: o.mcpConfig,
+      toolPolicy: o.toolPolicy,
       waitSeconds: waitSeconds(o.wait),
       timeoutSeconds: o.timeoutSeconds,
       env: this.env,
@@ -134,16 +162,23 @@ class CalSessions implements Sessions {
     return this.agents.killTmux(refOf(ref));
   }
 
+  async remove(ref: HandleRef, options: RemoveOptions = {}): Promise<RemoveResult> {
+    return this.agents.remove(refOf(ref), options.force === true);
+  }
+
   inspect(): Promise<SessionList>;
   inspect(ref: HandleRef, options?: InspectOptions): Promise<SessionDetail>;
   async inspect(ref?: HandleRef, options: InspectOptions = {}): Promise<SessionList | SessionDetail> {
     if (ref === undefined) {
       const handles = await this.agents.list();
+      // Certification records are loaded by the calls that show them, not on every start or continue.
+      const { listCertifications } = await import('../certify/results.js');
       return { handles, certifications: await listCertifications(this.stateDir), unreadable: await this.store.unreadableHandles() };
     }
     const handleRef = refOf(ref);
     const view = await this.agents.describe(handleRef);
     const { provider, cli } = view.handle.provider;
+    const { listCertifications } = await import('../certify/results.js');
     const certification = cli ? (await listCertifications(this.stateDir)).filter((c) => c.provider === provider && c.version === cli.version) : [];
     const alive = view.currentPaneAlive;
     const screen = alive && options.screen !== false ? await this.agents.screen(handleRef).catch(() => null) : null;
@@ -176,6 +211,7 @@ class CalSessions implements Sessions {
       onStart: o.onStart,
       onOutcome: o.onOutcome,
     });
+    const { saveCertification } = await import('../certify/results.js');
     const result = { report, savedTo: await saveCertification(this.stateDir, report) };
     if (!report.passed) throw new CertificationError(result);
     return result;

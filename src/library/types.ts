@@ -1,5 +1,5 @@
 import type { ErrorKind } from '../errors.js';
-import type { AgentSessionHandle, ProviderName, Transport } from '../handles/schema.js';
+import type { AgentSessionHandle, ProviderName, ToolPolicy, Transport } from '../handles/schema.js';
 import type { HandleSummary, HandleView, PaneView, RecoverAction, RecoverItem } from '../sessions/agent-sessions.js';
 import type { CertificationSummary } from '../certify/results.js';
 import type { certify as runCertifications } from '../certify/runner.js';
@@ -11,7 +11,7 @@ import type { ToolActivity, TurnRecord, TurnStatus } from '../state/turns.js';
  * than the one written to disk.
  */
 
-export type { ErrorKind, ProviderName, Transport, TurnStatus, ToolActivity, PaneView, HandleSummary, HandleView, RecoverAction, RecoverItem, CertificationSummary };
+export type { ErrorKind, ProviderName, ToolPolicy, Transport, TurnStatus, ToolActivity, PaneView, HandleSummary, HandleView, RecoverAction, RecoverItem, CertificationSummary };
 
 /** An agent session handle as stored in the state directory (design §3). */
 export type Handle = AgentSessionHandle;
@@ -82,11 +82,15 @@ export interface StartOptions extends TurnCallOptions {
   model?: string;
   /** `tmux` (default for CLIs), `structured` (the CLI's JSON mode) or `api` (API providers). */
   transport?: Transport;
-  /** A name to use instead of the handle id. */
+  /** A name to use instead of the handle id. A start whose first turn does not complete releases it. */
   name?: string;
+  /** Reuse `name` on purpose: a handle already holding it is removed first (as `remove` would, refused while busy). */
+  replace?: boolean;
   systemPrompt?: string;
   /** Path of an MCP config file handed to the CLI. */
   mcpConfig?: string;
+  /** What the CLI may do without asking: `default` (the CLI's own settings), `read-only`, `accept-edits`, `bypass`; a CLI with no equivalent refuses it (usage). Recorded in the handle. */
+  toolPolicy?: ToolPolicy;
   /** The CLI executable to pin (default: found on the PATH of `env`). */
   cliPath?: string;
 }
@@ -100,6 +104,7 @@ export interface ExpectedConfig {
   model?: string;
   systemPrompt?: string;
   mcpConfig?: string;
+  toolPolicy?: ToolPolicy;
 }
 
 export interface ContinueOptions extends TurnCallOptions, ExpectedConfig {
@@ -204,6 +209,18 @@ export interface CertifyResult {
   savedTo: string;
 }
 
+export interface RemoveOptions {
+  /** Remove even while a turn is in flight (another call holds the handle, or a turn never settled). */
+  force?: boolean;
+}
+
+export interface RemoveResult {
+  /** The handle as it was before it was removed. */
+  handle: Handle;
+  /** How many of its tmux panes were still running and were ended. */
+  panesEnded: number;
+}
+
 export interface EventsOptions {
   /** Keep yielding new events until `signal` aborts (default: end after the recorded ones). */
   follow?: boolean;
@@ -227,6 +244,8 @@ export interface Sessions {
   continue(ref: HandleRef, message: string, options?: ContinueOptions): Promise<TurnResult>;
   ask(options: AskOptions): Promise<TurnResult>;
   killTmux(ref: HandleRef): Promise<Handle>;
+  /** Ends the handle's panes and deletes its records (the CLI's own transcript stays); busy while a turn is in flight unless `force`. */
+  remove(ref: HandleRef, options?: RemoveOptions): Promise<RemoveResult>;
   inspect(): Promise<SessionList>;
   inspect(ref: HandleRef, options?: InspectOptions): Promise<SessionDetail>;
   recover(options?: RecoverOptions): Promise<RecoverResult>;

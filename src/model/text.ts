@@ -66,7 +66,8 @@ export function estimateTokens(chars: number): number {
 /**
  * The first meaningful line of a tool's output. CLIs wrap command output in a report
  * ("Chunk ID: …\nOutput:\nhi" for Codex, "Command: …\nOutput: hi" for Gemini), so the text after
- * the last `Output:` label is used when there is one.
+ * the last `Output:` label is used when there is one. Gemini also wraps every tool result, MCP
+ * results too, in `<untrusted_context>` lines, which are not output.
  */
 export function firstOutputLine(output: string): string {
   let s = output;
@@ -74,7 +75,7 @@ export function firstOutputLine(output: string): string {
   let last = -1;
   for (let m = re.exec(s); m; m = re.exec(s)) last = m.index + m[0].length;
   if (last >= 0) s = s.slice(last);
-  const line = s.split(/\r?\n/).map((l) => l.trim()).find((l) => l !== '') ?? '';
+  const line = s.split(/\r?\n/).map((l) => l.trim()).find((l) => l !== '' && !/^<\/?untrusted_context>$/.test(l)) ?? '';
   if (line === '') return '(no output)';
   const cps = Array.from(line);
   return cps.length > 200 ? cps.slice(0, 200).join('') : line;

@@ -10,7 +10,7 @@ import { checkStability } from '../engine/stability.js';
 import type { TmuxFactory } from '../engine/tmux-control.js';
 import { attachArgv, killPaneNamed, killTransport, pressKeys, realTmux, shutdownTransports, transportAlive, transportScreen } from '../engine/transport.js';
 import { CalError, toCalError } from '../errors.js';
-import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleName, type ProviderHandle, type ProviderName } from '../handles/schema.js';
+import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleName, ToolPolicy, toolPolicies, type ProviderHandle, type ProviderName } from '../handles/schema.js';
 import type { HeldLock } from '../state/lock.js';
 import { newId, type StateStore } from '../state/store.js';
 import type { TurnRecord } from '../state/turns.js';
@@ -18,9 +18,11 @@ import { historyFile } from './api-history.js';
 import { handleLockName, sessionContext, type SessionContext } from './context.js';
 import { executeTurn, nextPaneName } from './execute-turn.js';
 import { recover, settleEarlierTurns } from './recovery.js';
+import { removeHandle, type RemoveResult } from './remove-handle.js';
 import { newTurn } from './turn-journal.js';
 import type { ContinueRequest, ExecOptions, HandleSummary, HandleView, RecoverItem, RecoverRequest, StartRequest, TurnResult } from './types.js';
 
+export type { RemoveResult } from './remove-handle.js';
 export type { ContinueRequest, HandleSummary, HandleView, PaneView, RecoverAction, RecoverItem, RecoverRequest, StartRequest, TurnResult } from './types.js';
 export { handleLockName } from './context.js';
 
@@ -52,13 +54,14 @@ export class AgentSessions {
       throw new CalError('usage', `${req.provider} has no tmux transport in cal (its transcript cannot prove a turn's end without the pane); use --transport structured`);
     }
     if (api && req.mcpConfig) throw new CalError('usage', `${req.provider} is an API provider: --mcp-config applies to coding-agent CLIs`);
+    const toolPolicy = checkToolPolicy(req.toolPolicy, adapter, req.provider);
     api?.checkEnv(req.env);
     if (adapter) prepareMessage(adapter, transport, req.message);
     if (req.name !== undefined && !HandleName.safeParse(req.name).success) {
       throw new CalError('usage', `invalid --name ${JSON.stringify(req.name)}: letters, digits, '.', '_', '-'`);
     }
     // Checked early for a quick answer, and again under the names lock when the handle is saved.
-    if (req.name !== undefined && (await this.store.isNameTaken(req.name))) throw nameTaken(req.name);
+    if (req.name !== undefined && !req.replace && (await this.store.isNameTaken(req.name))) throw nameTaken(req.name);
     const workingDir = dirIdentity(req.cwd ?? process.cwd());
     const mcpConfigPath = req.mcpConfig ? path.resolve(req.mcpConfig) : null;
     if (mcpConfigPath) checkMcpConfig(mcpConfigPath);
@@ -94,14 +97,14 @@ export class AgentSessions {
         systemPrompt: req.systemPrompt ?? null,
         mcpConfigHash: mcpConfigPath ? await hashFile(mcpConfigPath) : null,
         mcpConfigPath,
-        toolPolicy: 'default',
+        toolPolicy,
       },
       provider,
       panes: [],
       createdAt: now,
       updatedAt: now,
     });
-    await this.saveNewHandle(handle);
+    await this.saveNewHandle(handle, req.replace === true);
     await req.onHandle?.(handle);
     return this.runTurn(handle, req.message, { ...req, waitSeconds: undefined }, req.correlationId ?? null);
   }
@@ -151,6 +154,11 @@ export class AgentSessions {
       await this.ctx.event(handle.id, 'pane_killed', undefined, { orphan: true });
     }
     return handle;
+  }
+
+  /** Ends the handle's panes and deletes its records (sessions/remove-handle.ts). */
+  async remove(ref: string, force = false): Promise<RemoveResult> {
+    return removeHandle(this.ctx, ref, force);
   }
 
   /** The turn a piece of durable work tagged with this correlation id, if it was ever created. */
@@ -231,10 +239,13 @@ export class AgentSessions {
    * Saves a new handle; a name is checked and taken under one lock, so two starts racing for one
    * name cannot both get it.
    */
-  private async saveNewHandle(handle: AgentSessionHandle): Promise<void> {
+  private async saveNewHandle(handle: AgentSessionHandle, replace: boolean): Promise<void> {
     if (handle.name === null) return this.store.saveHandle(handle);
     const lock = await this.store.locks.acquire('handle-names', { waitSeconds: 30 });
     try {
+      // --replace removes only a readable handle of that name (never one whose id it equals).
+      const holder = replace ? (await this.store.listHandles()).find((h) => h.name === handle.name) : undefined;
+      if (holder) await removeHandle(this.ctx, holder.id, false);
       if (await this.store.isNameTaken(handle.name)) throw nameTaken(handle.name);
       await this.store.saveHandle(handle);
     } finally {
@@ -257,8 +268,10 @@ export class AgentSessions {
       });
     } catch (err) {
       const e = toCalError(err);
-      await journal.set(e.kind === 'interrupted' ? 'interrupted' : 'failed', { error: { kind: e.kind, message: e.message } });
-      throw new CalError(e.kind, e.message, { ...e.details, handle: initial.id, turn: journal.turn.id });
+      // The lock's file name is cal's business: the message names the handle.
+      const message = e.message.replace(handleLockName(initial.id), `handle ${initial.id}`);
+      await journal.set(e.kind === 'interrupted' ? 'interrupted' : 'failed', { error: { kind: e.kind, message } });
+      throw new CalError(e.kind, message, { ...e.details, handle: initial.id, turn: journal.turn.id });
     }
     try {
       try {
@@ -275,6 +288,17 @@ export class AgentSessions {
   }
 }
 
+/** The session's tool policy, refused (usage) before anything is saved when its CLI has no equivalent. */
+function checkToolPolicy(requested: string | undefined, adapter: CliAdapter | null, provider: string): ToolPolicy {
+  const parsed = ToolPolicy.safeParse(requested ?? 'default');
+  if (!parsed.success) throw new CalError('usage', `unknown --tool-policy ${JSON.stringify(requested)}; known: ${toolPolicies.join(', ')}`);
+  const supported: readonly ToolPolicy[] = adapter?.toolPolicies ?? ['default'];
+  if (!supported.includes(parsed.data)) {
+    throw new CalError('usage', `${provider} has no equivalent of --tool-policy ${parsed.data}${adapter ? '' : ' (an API session runs no tools)'}; it takes: ${supported.join(', ')}`);
+  }
+  return parsed.data;
+}
+
 function nameTaken(name: string): CalError {
-  return new CalError('usage', `a handle named ${name} already exists; pick another --name`);
+  return new CalError('usage', `a handle named ${name} already exists; pick another --name, pass --replace, or cal remove ${name}`);
 }

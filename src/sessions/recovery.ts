@@ -28,13 +28,19 @@ type RecoveryPlan =
  */
 export async function recover(ctx: SessionContext, req: RecoverRequest): Promise<RecoverItem[]> {
   const open: Array<{ handle: string; turn: TurnRecord }> = [];
+  const lostLast: Array<{ handle: string; turn: TurnRecord }> = [];
   const items: RecoverItem[] = [];
   for (const handle of await ctx.store.listHandles()) {
-    for (const turn of await ctx.store.listTurns(handle.id)) {
+    const turns = await ctx.store.listTurns(handle.id);
+    for (const turn of turns) {
       if (terminalStatuses.has(turn.status)) continue;
       if (turn.ownerPid !== null && isProcessAlive(turn.ownerPid, turn.ownerStartTime)) continue;
       open.push({ handle: handle.id, turn });
     }
+    // --retry-lost also takes a turn an earlier recover (or continue) already marked lost, when
+    // it is still the handle's last: nothing was said after it, so sending it again repeats nothing.
+    const last = turns.at(-1);
+    if (req.retryLost && last?.status === 'lost') lostLast.push({ handle: handle.id, turn: last });
     for (const bad of await ctx.store.unreadableTurns(handle.id)) {
       items.push({ handle: handle.id, turn: bad.file, message: '', before: 'queued', action: 'skipped_unreadable', status: 'queued', answer: null, error: bad.reason });
     }
@@ -46,7 +52,42 @@ export async function recover(ctx: SessionContext, req: RecoverRequest): Promise
     else later.push(o);
   }
   for (const o of later) items.push((await recoverTurn(ctx, o.handle, o.turn, req, 'all')) as RecoverItem);
+  for (const o of lostLast) items.push(await retryLostTurn(ctx, o.handle, o.turn, req));
   return items;
+}
+
+/** Sends a lost last turn's message again as a new turn (under the handle's lock). */
+async function retryLostTurn(ctx: SessionContext, handleId: string, lost: TurnRecord, req: RecoverRequest): Promise<RecoverItem> {
+  const item = (action: RecoverAction, turn: TurnRecord, error?: string): RecoverItem => ({
+    handle: handleId,
+    turn: turn.id,
+    message: turn.message,
+    before: lost.status,
+    action,
+    status: turn.status,
+    answer: turn.answer,
+    ...(error ? { error } : {}),
+  });
+  let lock: HeldLock;
+  try {
+    lock = await ctx.store.locks.acquire(handleLockName(handleId));
+  } catch {
+    return item('skipped_busy', lost);
+  }
+  try {
+    if ((await ctx.store.listTurns(handleId)).at(-1)?.id !== lost.id) return item('skipped_settled', lost);
+    if (req.dryRun) return { ...item('retried_lost', lost), status: 'sending' };
+    await ctx.event(handleId, 'recovering', lost.id, { action: 'retried_lost' }, req.onEvent);
+    const fresh = await newTurn(ctx.store, handleId, lost.message, lost.correlationId);
+    try {
+      await executeTurn(ctx, handleId, fresh, req, { kind: 'deliver' });
+    } catch (err) {
+      return item('retried_lost', fresh.turn, toCalError(err).message);
+    }
+    return item('retried_lost', fresh.turn);
+  } finally {
+    await lock.release();
+  }
 }
 
 async function recoverTurn(ctx: SessionContext, handleId: string, stale: TurnRecord, req: RecoverRequest, pass: 'settle_only'): Promise<RecoverItem | null>;
@@ -77,7 +118,7 @@ async function recoverTurn(ctx: SessionContext, handleId: string, stale: TurnRec
     const plan = await recoveryPlan(ctx, handleId, current, req.env);
     // The first pass takes only what needs no waiting and no sending.
     if (pass === 'settle_only' && plan.action !== 'settled_from_transcript' && plan.action !== 'marked_lost') return null;
-    if (req.dryRun) return item(plan.action, current);
+    if (req.dryRun) return plannedItem(item(plan.action, current), plan, req.retryLost === true);
     const journal = await adoptTurn(ctx.store, current);
     await ctx.event(handleId, 'recovering', current.id, { action: plan.action }, req.onEvent);
     try {
@@ -100,6 +141,24 @@ async function recoverTurn(ctx: SessionContext, handleId: string, stale: TurnRec
   }
 }
 
+/**
+ * What --dry-run reports: the outcome the plan leads to where it is known without acting (the
+ * transcript's ending, lost, a retry's send), else the status the turn is in while it is waited
+ * for or delivered.
+ */
+function plannedItem(item: RecoverItem, plan: RecoveryPlan, retryLost: boolean): RecoverItem {
+  switch (plan.action) {
+    case 'settled_from_transcript':
+      return { ...item, status: plan.status, answer: plan.answer, ...(plan.error ? { error: plan.error } : {}) };
+    case 'marked_lost':
+      return retryLost ? { ...item, action: 'retried_lost', status: 'sending' } : { ...item, status: 'lost' };
+    case 'waited_for_cli':
+      return { ...item, status: 'running' };
+    case 'delivered':
+      return { ...item, status: 'sending' };
+  }
+}
+
 /** Carries out a plan that sends nothing: settle from the transcript, wait for the CLI, or mark lost. */
 async function applyPlan(ctx: SessionContext, handleId: string, journal: TurnJournal, plan: Exclude<RecoveryPlan, { action: 'delivered' }>, req: ExecOptions): Promise<void> {
   const turn = journal.turn;
@@ -116,7 +175,7 @@ async function applyPlan(ctx: SessionContext, handleId: string, journal: TurnJou
     case 'marked_lost': {
       const lostHandle = await ctx.store.loadHandle(handleId);
       await ctx.store.saveHandle({ ...lostHandle, provider: await skipPastTranscript(lostHandle.provider) });
-      await journal.set('lost', { error: { kind: 'lost', message: 'the pane ended before the turn recorded its end (found by cal recover)' } });
+      await journal.set('lost', { error: { kind: 'lost', message: 'the CLI (its pane, or its structured process) ended before the turn recorded its end (found by cal recover)' } });
       await ctx.event(handleId, 'lost', turn.id, { recovered: true }, req.onEvent);
       return;
     }
@@ -159,9 +218,14 @@ async function recoveryPlan(ctx: SessionContext, handleId: string, turn: TurnRec
     if (obs.phase === 'ended') {
       return { action: 'settled_from_transcript', status: obs.status, answer: obs.answer, error: obs.error, turnKey: obs.turnKey, tools: seen.tools, handle: seen.handle };
     }
-    if (obs.phase === 'running') return seen.paneAlive ? { action: 'waited_for_cli', handle: rebound } : { action: 'marked_lost' };
-    // Not in the transcript. A message that left cal may still be on its way into a live pane.
-    if (seen.paneAlive && turn.sentAt) return { action: 'waited_for_cli', handle: rebound };
+    if (obs.phase === 'running') return seen.cliAlive ? { action: 'waited_for_cli', handle: rebound } : { action: 'marked_lost' };
+    // Not in the transcript. A message that left cal may still be on its way into a live pane,
+    // or into a structured CLI that has it (such a turn is `running` from its launch on).
+    if (seen.cliAlive && (turn.sentAt || turn.status === 'running')) return { action: 'waited_for_cli', handle: rebound };
+    // A structured turn is `running` from just before its CLI is launched: with no live process
+    // on record and nothing in the transcript, the CLI may have it (a cal killed between the
+    // spawn and the write of its pid), so it is lost rather than risked twice.
+    if (provider.transport === 'structured' && turn.status === 'running') return { action: 'marked_lost' };
   }
   return { action: 'delivered' };
 }

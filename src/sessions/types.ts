@@ -11,8 +11,12 @@ export interface StartRequest {
   model?: string;
   transport?: Transport;
   name?: string;
+  /** A handle already holding `name` is removed (as `cal remove` would, refused while busy). */
+  replace?: boolean;
   systemPrompt?: string;
   mcpConfig?: string;
+  /** What the CLI may do without asking (handles/schema.ts toolPolicies); default `default`. */
+  toolPolicy?: string;
   cliPath?: string;
   timeoutSeconds?: number;
   env: Record<string, string>;
@@ -33,6 +37,8 @@ export interface ContinueRequest {
   model?: string;
   systemPrompt?: string;
   mcpConfig?: string;
+  /** Expected tool policy (stale_handle naming toolPolicy if it differs). */
+  toolPolicy?: string;
   /** undefined: busy at once; a number of seconds (Infinity: forever) to wait in line. */
   waitSeconds?: number;
   timeoutSeconds?: number;

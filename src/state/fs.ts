@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants as fsConstants, fstatSync, lstatSync, openSync, readFileSync } from 'node:fs';
-import fs from 'node:fs/promises';
+import { closeSync, fchmodSync, constants as fsConstants, fstatSync, fsyncSync, lstatSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import type { z } from 'zod';
 import { CalError } from '../errors.js';
@@ -25,46 +24,58 @@ export async function writeJsonAtomic(file: string, value: unknown): Promise<voi
   }
 }
 
+/**
+ * The write itself, synchronously: six small system calls cost less than six thread-pool round
+ * trips, and a command has nothing else to do meanwhile.
+ */
 async function writeNow(file: string, text: string): Promise<void> {
   await refuseSymlink(file);
   await refuseNonRegular(file);
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   try {
-    const handle = await fs.open(tmp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o600);
+    const fd = openSync(tmp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o600);
     try {
       // 0600 whatever the umask (which could take the owner's own bits away as well).
-      await handle.chmod(0o600);
-      await handle.writeFile(text, 'utf8');
-      await handle.sync();
+      fchmodSync(fd, 0o600);
+      writeFileSync(fd, text, 'utf8');
+      fsyncSync(fd);
     } finally {
-      await handle.close();
+      closeSync(fd);
     }
-    await fs.rename(tmp, file);
+    renameSync(tmp, file);
   } catch (err) {
-    await fs.unlink(tmp).catch(() => undefined);
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // never created, or already renamed
+    }
     throw stateWriteError(err, file);
   }
 }
 
 /** Appends one line to a JSONL log (0600), never through a symlink. */
 export async function appendJsonLine(file: string, value: unknown): Promise<void> {
-  // O_NONBLOCK: a FIFO in place of the log fails at once (ENXIO) instead of waiting for a reader.
-  const handle = await fs
-    .open(file, fsConstants.O_WRONLY | fsConstants.O_APPEND | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK, 0o600)
-    .catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ELOOP') throw symlinkError(file);
-      if (err.code === 'ENXIO') throw notRegularError(file, 'a FIFO');
-      if (err.code === 'EISDIR') throw notRegularError(file, 'a directory');
-      throw stateWriteError(err, file);
-    });
+  let fd: number;
   try {
-    const st = await handle.stat();
+    // O_NONBLOCK: a FIFO in place of the log fails at once (ENXIO) instead of waiting for a reader.
+    fd = openSync(file, fsConstants.O_WRONLY | fsConstants.O_APPEND | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK, 0o600);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') throw symlinkError(file);
+    if (code === 'ENXIO') throw notRegularError(file, 'a FIFO');
+    if (code === 'EISDIR') throw notRegularError(file, 'a directory');
+    throw stateWriteError(err, file);
+  }
+  try {
+    const st = fstatSync(fd);
     if (!st.isFile()) throw notRegularError(file, st.isFIFO() ? 'a FIFO' : 'not a regular file');
-    await handle.write(JSON.stringify(value) + '\n').catch((err: unknown) => {
+    try {
+      writeSync(fd, JSON.stringify(value) + '\n');
+    } catch (err) {
       throw stateWriteError(err, file);
-    });
+    }
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }
 

@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { constants as fsConstants, readFileSync } from 'node:fs';
+import { closeSync, constants as fsConstants, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { CalError } from '../errors.js';
+import { isProcessAlive, processStartTime } from '../util/process-identity.js';
 import { ensurePrivateDir, readJsonFile, stateWriteError } from './fs.js';
 
 /**
@@ -11,40 +12,15 @@ import { ensurePrivateDir, readJsonFile, stateWriteError } from './fs.js';
  * staleness timeout; cal must reclaim a dead holder's lock at once, so the holder is identified
  * by pid plus the kernel's start time of that pid (a reused pid is not the holder).
  *
- * Waiters take tickets in a queue folder and are served in arrival order.
+ * Waiters take tickets in a queue folder and are served in arrival order. The lock file and the
+ * tickets are written and read synchronously: every continuation takes two locks, and each
+ * small system call costs less than a thread-pool round trip.
  */
 const LockOwner = z.object({ pid: z.number(), startTime: z.string().nullable(), token: z.string(), acquiredAt: z.string() });
 type LockOwner = z.infer<typeof LockOwner>;
 
-export function processStartTime(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Field 22 (starttime) counted after the ")" that closes the command name.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return fields[19] ?? null;
-  } catch {
-    return null;
-  }
-}
-
-/** Whether the kernel tells process start times (Linux /proc): then every record cal writes has one. */
-const startTimesKnown = processStartTime(process.pid) !== null;
-
-export function isProcessAlive(pid: number, startTime: string | null): boolean {
-  // kill(0) and kill(-1) address process groups, and a fraction is no pid: none names a holder.
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  // A record without a start time where cal always writes one was not written by a cal here
-  // (pid 1 with no start time would otherwise hold a lock forever).
-  if (startTime === null && startTimesKnown) return false;
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ESRCH') return false;
-  }
-  if (startTime === null) return true;
-  const now = processStartTime(pid);
-  return now === null ? true : now === startTime;
-}
+// Moved to util so the engine (which never imports state) can tell a structured CLI's liveness too.
+export { isProcessAlive, processStartTime };
 
 export interface HeldLock {
   name: string;
@@ -98,10 +74,12 @@ export class LockDirectory {
     // hrtime-based ticket names sort in arrival order within one machine.
     const ticket = `${process.hrtime.bigint().toString().padStart(24, '0')}-${me.pid}-${me.token}`;
     const ticketPath = path.join(queue, ticket);
-    await fs.writeFile(ticketPath, JSON.stringify(me), { mode: 0o600, flag: 'wx' }).catch(async (err: unknown) => {
-      await fs.rm(ticketPath, { force: true });
+    try {
+      writeFileSync(ticketPath, JSON.stringify(me), { mode: 0o600, flag: 'wx' });
+    } catch (err) {
+      rmSync(ticketPath, { force: true });
       throw stateWriteError(err, ticketPath);
-    });
+    }
     const deadline = opts.waitSeconds === Infinity ? Infinity : Date.now() + (opts.waitSeconds ?? 0) * 1000;
     let announced = false;
     try {
@@ -120,12 +98,12 @@ export class LockDirectory {
         await new Promise((r) => setTimeout(r, 50));
       }
     } finally {
-      await fs.rm(ticketPath, { force: true });
+      rmSync(ticketPath, { force: true });
     }
   }
 
   private async firstLiveTicket(queue: string): Promise<string | null> {
-    const entries = (await fs.readdir(queue)).sort();
+    const entries = readdirSync(queue).sort();
     for (const entry of entries) {
       const [, pid] = entry.split('-');
       // Read without blocking (a FIFO planted as a ticket must not hang the queue). A ticket being
@@ -133,7 +111,7 @@ export class LockDirectory {
       const read = await readJsonFile(path.join(queue, entry), LockOwner).catch(() => null);
       const startTime = read?.ok ? read.value.startTime : read?.ok === false && read.reason === 'corrupt' && /^\d+-\d+-[0-9a-f]+$/.test(entry) ? processStartTime(Number(pid)) : null;
       if (isProcessAlive(Number(pid), startTime)) return entry;
-      await fs.rm(path.join(queue, entry), { force: true });
+      rmSync(path.join(queue, entry), { force: true });
     }
     return null;
   }
@@ -142,17 +120,18 @@ export class LockDirectory {
     const file = this.lockFile(name);
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
-        const fh = await fs.open(file, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o600);
+        const fd = openSync(file, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o600);
         try {
-          await fh.writeFile(JSON.stringify(me));
-          await fh.sync();
+          // No fsync: a lock outlives no crash (its holder dies with the machine), and a lock
+          // file left empty by one is unreadable, so it is reclaimed like any dead holder's.
+          writeFileSync(fd, JSON.stringify(me));
         } catch (err) {
           // A full disk: the empty lock file is not left behind, and the error is the state dir's.
-          await fh.close();
-          await fs.rm(file, { force: true });
+          closeSync(fd);
+          rmSync(file, { force: true });
           throw stateWriteError(err, file);
         }
-        await fh.close();
+        closeSync(fd);
         return true;
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw stateWriteError(err, file);
@@ -192,7 +171,7 @@ export class LockDirectory {
       name,
       release: async () => {
         const current = await readJsonFile(file, LockOwner);
-        if (current.ok && current.value.token === me.token) await fs.rm(file, { force: true });
+        if (current.ok && current.value.token === me.token) rmSync(file, { force: true });
       },
     };
   }

@@ -1,12 +1,17 @@
 import os from 'node:os';
 import path from 'node:path';
+import { CalError } from '../errors.js';
 
 /**
  * The state directory: `--state-dir`, else CAL_STATE_DIR, else the XDG state dir
  * (`$XDG_STATE_HOME/cal`, default `~/.local/state/cal`).
  */
 export function resolveStateDir(explicit?: string, env: NodeJS.ProcessEnv = process.env): string {
-  if (explicit) return path.resolve(explicit);
+  if (explicit !== undefined) {
+    // An empty --state-dir is a mistake (an unset variable in a script), never the default.
+    if (explicit.trim() === '') throw new CalError('usage', '--state-dir is empty: give a directory, or leave the option out for the default');
+    return path.resolve(explicit);
+  }
   if (env.CAL_STATE_DIR) return path.resolve(env.CAL_STATE_DIR);
   if (env.XDG_STATE_HOME) return path.join(env.XDG_STATE_HOME, 'cal');
   return defaultStateDir(env);

@@ -50,10 +50,55 @@ function existsSyncSafe(file: string): boolean {
   }
 }
 
+/**
+ * A regular file's identity (device, inode, size, change times), or null for anything else:
+ * cal replaces a state file by rename, so any write gives it another.
+ */
+function fileIdentity(file: string): string | null {
+  try {
+    const st = lstatSync(file);
+    return st.isFile() ? `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}` : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A state directory that is a file (`--state-dir /etc/passwd`) is a usage error, said plainly. */
+function refuseNonDirectoryRoot(root: string): void {
+  try {
+    const st = lstatSync(root);
+    if (st.isFile()) throw new CalError('usage', `state directory ${root} is a file, not a directory`);
+  } catch (err) {
+    if (err instanceof CalError) throw err;
+  }
+}
+
+/** The file system's refusals while opening the state directory, as usage errors naming it. */
+function unusableStateDir(err: unknown, root: string): unknown {
+  if (err instanceof CalError) return err;
+  const why: Record<string, string> = {
+    ENOTDIR: 'a part of its path is a file, not a directory',
+    EACCES: 'permission denied',
+    EPERM: 'operation not permitted',
+    EEXIST: 'a file of that name is in the way',
+    EROFS: 'the file system is read-only',
+    ENOSPC: 'no space left on the device',
+    ELOOP: 'too many symlinks on its path',
+    ENAMETOOLONG: 'its path is too long',
+  };
+  const reason = why[(err as NodeJS.ErrnoException).code ?? ''];
+  return reason ? new CalError('usage', `cannot use state directory ${root}: ${reason}`) : err;
+}
+
 export class StateStore {
   readonly layout: StateLayout;
   readonly locks: LockDirectory;
   private readonly turnDirsChecked = new Set<string>();
+  /**
+   * Handle files this process parsed whole, by file identity: inspect lists every handle and then
+   * the unreadable ones, and a file that has not changed since is not parsed a second time.
+   */
+  private readonly parsedHandleFiles = new Map<string, string>();
 
   private constructor(root: string) {
     this.layout = stateLayout(root);
@@ -62,9 +107,14 @@ export class StateStore {
 
   static async open(explicitDir?: string): Promise<StateStore> {
     const store = new StateStore(resolveStateDir(explicitDir));
-    await ensurePrivateDir(store.layout.root);
-    const { handles, turns, locks, tmux, homes, history } = store.layout;
-    await Promise.all([handles, turns, locks, tmux, homes, history].map((dir) => ensurePrivateDir(dir)));
+    const { root, handles, turns, locks, tmux, homes, history } = store.layout;
+    try {
+      refuseNonDirectoryRoot(root);
+      await ensurePrivateDir(root);
+      await Promise.all([handles, turns, locks, tmux, homes, history].map((dir) => ensurePrivateDir(dir)));
+    } catch (err) {
+      throw unusableStateDir(err, root);
+    }
     return store;
   }
 
@@ -132,8 +182,12 @@ export class StateStore {
     for (const entry of await fs.readdir(this.layout.handles)) {
       const m = /^([a-z0-9]{6,32})\.json$/.exec(entry);
       if (!m?.[1]) continue;
-      const read = await readJsonFile(this.handleFile(m[1]), AgentSessionHandle);
-      if (read.ok) out.push(read.value);
+      const file = this.handleFile(m[1]);
+      const identity = fileIdentity(file);
+      const read = await readJsonFile(file, AgentSessionHandle);
+      if (!read.ok) continue;
+      out.push(read.value);
+      if (identity !== null) this.parsedHandleFiles.set(file, identity);
     }
     return out.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
   }
@@ -156,12 +210,28 @@ export class StateStore {
       const m = /^([a-z0-9]{6,32})\.json$/.exec(entry);
       if (!m?.[1]) continue;
       const file = this.handleFile(m[1]);
+      const identity = fileIdentity(file);
+      if (identity !== null && this.parsedHandleFiles.get(file) === identity) continue;
       const read = await readJsonFile(file, AgentSessionHandle);
       if (read.ok || read.reason === 'missing') continue;
       const named = await readJsonFile(file, NameProbe);
       out.push({ file, reason: read.detail, name: named.ok ? (named.value.name ?? null) : null });
     }
     return out;
+  }
+
+  /**
+   * Deletes everything cal keeps of one handle: its file, event log, turn records, its folder
+   * under homes/ and an API session's history. The handle file goes first, so a removal cut
+   * short leaves no handle that points at half-deleted records.
+   */
+  async deleteHandle(handle: AgentSessionHandle): Promise<void> {
+    await fs.rm(this.handleFile(handle.id), { force: true });
+    const rest = [this.eventsFile(handle.id), this.turnsDir(handle.id), path.join(this.layout.homes, handle.id)];
+    const history = handle.provider.transport === 'api' ? handle.provider.transcript?.path : undefined;
+    // Only a history file inside this state directory's history/ folder is cal's to delete.
+    if (history && path.dirname(history) === this.layout.history) rest.push(history);
+    for (const file of rest) await fs.rm(file, { recursive: true, force: true });
   }
 
   async appendEvent(event: EventRecord): Promise<void> {

@@ -12,15 +12,17 @@ export interface HandleListProps {
   maxRows?: number | undefined;
 }
 
+/** Widths that fit an 80-column terminal with the selection marker (2 + 76). */
 const columns = [
-  ['ID', 12],
-  ['NAME', 16],
-  ['PROVIDER', 12],
-  ['CLI', 10],
+  ['ID', 10],
+  ['NAME', 14],
+  ['PROVIDER', 11],
+  ['CLI', 9],
   ['STATUS', 8],
-  ['LAST TURN', 18],
-  ['AGE', 5],
+  ['LAST TURN', 14],
+  ['AGE', 4],
 ] as const;
+const [idW, nameW, providerW, cliW, statusW, turnW, ageW] = columns.map(([, width]) => width) as [number, number, number, number, number, number, number];
 
 /** Every handle in the state directory, one per row; the selected row is highlighted. */
 export function HandleList({ summaries, selected, now, stateDir, maxRows = 20 }: HandleListProps) {
@@ -30,7 +32,7 @@ export function HandleList({ summaries, selected, now, stateDir, maxRows = 20 }:
   const visible = summaries.slice(first, first + rows);
   return (
     <Box flexDirection="column">
-      <Text bold>
+      <Text bold wrap="truncate-end">
         cal inspect · {summaries.length} handle{summaries.length === 1 ? '' : 's'}
         {stateDir ? ` in ${stateDir}` : ''}
       </Text>
@@ -46,9 +48,9 @@ export function HandleList({ summaries, selected, now, stateDir, maxRows = 20 }:
             return (
               <Text key={handle.id} inverse={isSelected} wrap="truncate-end">
                 {isSelected ? '› ' : '  '}
-                {pad(handle.id, 12)} {pad(handle.name ?? '-', 16)} {pad(handle.provider.provider, 12)} {pad(handle.provider.cli?.version ?? '-', 10)}{' '}
-                <Toned tone={isSelected ? undefined : statusTone(handle.provider.status)}>{pad(handle.provider.status, 8)}</Toned>{' '}
-                <Toned tone={isSelected ? undefined : statusTone(lastTurn?.status)}>{pad(turn, 18)}</Toned> {pad(age(handle.createdAt, now), 5)}
+                {pad(handle.id, idW)} {pad(handle.name ?? '-', nameW)} {pad(handle.provider.provider, providerW)} {pad(handle.provider.cli?.version ?? '-', cliW)}{' '}
+                <Toned tone={isSelected ? undefined : statusTone(handle.provider.status)}>{pad(handle.provider.status, statusW)}</Toned>{' '}
+                <Toned tone={isSelected ? undefined : statusTone(lastTurn?.status)}>{pad(turn, turnW)}</Toned> {pad(age(handle.createdAt, now), ageW)}
               </Text>
             );
           })}

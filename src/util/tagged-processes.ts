@@ -25,8 +25,21 @@ export async function processesTagged(tag: string): Promise<number[]> {
   return found;
 }
 
-/** Ends every process carrying the tag: SIGTERM, then SIGKILL for those still there shortly after. */
-export async function endTagged(tag: string, graceMs = 500): Promise<number> {
+/** True while the process exists and is not a zombie (a zombie has exited: it only waits to be reaped). */
+export async function processRunning(pid: number): Promise<boolean> {
+  const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => null);
+  if (stat === null) return false;
+  // Field 3, after the parenthesised command (which may itself hold spaces and parentheses).
+  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  return state !== 'Z' && state !== 'X';
+}
+
+/**
+ * Ends every process carrying the tag: SIGTERM, then SIGKILL for those still there shortly
+ * after, and returns once they have exited (bounded by `exitWaitMs`): a caller that relaunches
+ * the session next must never meet the old process still holding it.
+ */
+export async function endTagged(tag: string, graceMs = 500, exitWaitMs = 5000): Promise<number> {
   const pids = await processesTagged(tag);
   const signal = (pid: number, sig: NodeJS.Signals) => {
     try {
@@ -40,5 +53,11 @@ export async function endTagged(tag: string, graceMs = 500): Promise<number> {
   if (alive.length === 0) return 0;
   await new Promise((r) => setTimeout(r, graceMs));
   for (const pid of alive) signal(pid, 'SIGKILL');
+  const deadline = Date.now() + exitWaitMs;
+  let left = alive;
+  while (left.length > 0 && Date.now() < deadline) {
+    left = (await Promise.all(left.map(async (pid) => ((await processRunning(pid)) ? pid : null)))).filter((pid): pid is number => pid !== null);
+    if (left.length > 0) await new Promise((r) => setTimeout(r, 50));
+  }
   return alive.length;
 }

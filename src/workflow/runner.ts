@@ -55,7 +55,9 @@ export async function executeRun(store: StateStore, sessions: AgentSessions, ini
     await save();
   };
   const event = async (name: string, detail: Record<string, unknown>) => {
-    if (run.handle) await sessions.workflowEvent(run.handle, name, { run: run.id, ...detail }, opts.onEvent);
+    // Only on a handle that exists: an event log is never created for a name that matched nothing.
+    const handle = run.handle ? await store.loadHandle(run.handle).catch(() => null) : null;
+    if (handle) await sessions.workflowEvent(handle.id, name, { run: run.id, ...detail }, opts.onEvent);
   };
   try {
     await save();
@@ -73,12 +75,18 @@ export async function executeRun(store: StateStore, sessions: AgentSessions, ini
           lock = await store.locks.acquire(namedLock(phase.lock), { waitSeconds: Infinity });
         }
         await setPhase(i, { status: 'running', startedAt: rec.startedAt ?? new Date().toISOString() });
-        const result = isMessagePhase(phase)
-          ? await runMessagePhase(sessions, run, phase, opts, async (handle) => {
+        // Whatever a phase throws (a handle that does not exist, a state error) fails the phase
+        // and so the run: a run is never left `running` with no cal behind it.
+        const result = await (isMessagePhase(phase)
+          ? runMessagePhase(sessions, run, phase, opts, async (handle) => {
               run = { ...run, handle };
               await save();
             })
-          : await runCommandPhase(run, phase, resumedMidPhase, opts.env);
+          : runCommandPhase(store, run, phase, resumedMidPhase, opts.env)
+        ).catch((err): PhaseResult => {
+          const e = toCalError(err);
+          return { patch: { status: 'failed', turnId: e.details.turn ?? null, error: `${e.kind}: ${e.message}` }, answer: null };
+        });
         await setPhase(i, { ...result.patch, endedAt: new Date().toISOString() });
         opts.onPhase?.(run.phases[i] as PhaseRecord, result.answer);
         await event(result.patch.status === 'completed' ? 'phase_completed' : 'phase_failed', { phase: phase.id });
@@ -140,14 +148,17 @@ async function runMessagePhase(
   }
 }
 
-async function runCommandPhase(run: RunRecord, phase: Extract<Phase, { command: unknown }>, resumedMidPhase: boolean, env: Record<string, string>): Promise<PhaseResult> {
+async function runCommandPhase(store: StateStore, run: RunRecord, phase: Extract<Phase, { command: unknown }>, resumedMidPhase: boolean, env: Record<string, string>): Promise<PhaseResult> {
   if (resumedMidPhase && !phase.idempotent) {
     return {
       patch: { status: 'failed', error: 'cal stopped while this command ran; it may have run already, so it is not run again (mark it idempotent to allow that)' },
       answer: null,
     };
   }
-  const cwd = 'provider' in run.plan.session && run.plan.session.cwd ? run.plan.session.cwd : path.dirname(run.planFile);
+  // The session's working directory (docs/plans.md): the handle's once there is one, else the
+  // plan's session.cwd, else the plan's folder (a command phase before any message phase).
+  const handle = run.handle ? await store.loadHandle(run.handle) : null;
+  const cwd = handle ? handle.config.workingDir.realPath : 'provider' in run.plan.session && run.plan.session.cwd ? run.plan.session.cwd : path.dirname(run.planFile);
   const childEnv = { ...env, CAL_RUN_ID: run.id, CAL_PHASE: phase.id, CAL_HANDLE: run.handle ?? '' };
   const options = { cwd, env: childEnv, extendEnv: false, reject: false, stdin: 'ignore' as const, timeout: phase.timeout ? phase.timeout * 1000 : undefined };
   const res = Array.isArray(phase.command)

@@ -104,10 +104,13 @@ describe('agy (structured) against a stand-in of the documented agy', () => {
     const work = await newWork();
     const failed = await start(work, 'Hello [[fake:fail]]', '--name', 'early');
     expect(failed.code).toBe(10);
-    const id = (await cal(['inspect', 'early', '--json'])).json.provider.nativeSessionId;
+    // A start whose first turn failed gives its name back (issue 20, item 4); the handle goes on by its id.
+    const handle = /^handle: (\S+)$/m.exec(failed.stderr)?.[1] ?? failed.json?.error?.handle;
+    expect((await cal(['inspect', 'early', '--json'])).code).toBe(3);
+    const id = (await cal(['inspect', handle, '--json'])).json.provider.nativeSessionId;
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
     const mark = await logLength();
-    expect((await cal(['continue', 'early', 'Hello again'])).code).toBe(0);
+    expect((await cal(['continue', handle, 'Hello again'])).code).toBe(0);
     expect((await turns(mark))[0].argv.slice(0, 4)).toEqual(['--output-format', 'stream-json', '--conversation', id]);
   });
 

@@ -116,7 +116,9 @@ describe('cursor (structured) against a stand-in of the documented cursor-agent'
     expect(run.code).toBe(10);
     expect(run.json.error).toMatchObject({ kind: 'turn_failed' });
     expect(run.json.error.message).toMatch(/cursor-agent is not signed in \(Authentication required\. Please run 'agent login' first\): run `cursor-agent login`, or set CURSOR_API_KEY/);
-    const later = await cal(['continue', 'auth', '--json', 'Remember the codeword LOGIN.'], { FAKE_CURSOR_AUTH: 'logged-out' });
+    // A start whose first turn failed gives its name back (issue 20, item 4); the handle goes on by its id.
+    expect((await cal(['inspect', 'auth', '--json'])).code).toBe(3);
+    const later = await cal(['continue', run.json.error.handle, '--json', 'Remember the codeword LOGIN.'], { FAKE_CURSOR_AUTH: 'logged-out' });
     expect(later.code, later.stderr).toBe(0);
     expect(later.json.turn.answer).toBe('I will remember the codeword LOGIN.');
   });

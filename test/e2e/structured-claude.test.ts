@@ -230,7 +230,7 @@ describe('Claude Code with --transport structured, end to end', () => {
     await until(() => transcriptEnded(file, message), 'the orphaned claude -p to end the turn');
     const rec = await cal(['recover', '--json']);
     expect(rec.code, rec.stdout + rec.stderr).toBe(0);
-    expect(rec.json.turns).toEqual([expect.objectContaining({ handle, before: 'sending', action: 'settled_from_transcript', status: 'completed', answer: 'Received: Recover me' })]);
+    expect(rec.json.turns).toEqual([expect.objectContaining({ handle, before: 'running', action: 'settled_from_transcript', status: 'completed', answer: 'Received: Recover me' })]);
     expect(server.turnRequests().filter((r) => r.lastUserMessage === message)).toHaveLength(1);
     // The session goes on with the recovered turn in its history, once.
     const next = await cal(['continue', handle, '--json', ...TIMEOUT, 'What was the codeword, after recover?']);
@@ -238,9 +238,8 @@ describe('Claude Code with --transport structured, end to end', () => {
     expect(userMessagesOfLastTurn().filter((m) => m === message)).toHaveLength(1);
   });
 
-  // Needs cal recover to know a structured turn's CLI process (no pane to look at): see the
-  // issue 15 report. Today recover marks a turn whose claude -p still runs as lost.
-  it.skip('cal killed mid-turn while the CLI still works: cal recover waits for it and sends nothing', async () => {
+  // The handle records claude -p's pid and start time at its launch: recover tells it still works.
+  it('cal killed mid-turn while the CLI still works: cal recover waits for it and sends nothing', async () => {
     const message = 'Recover me slowly [[cal:delay=6000]]';
     server.clearLog();
     await killCalOnceSent(['continue', handle, ...TIMEOUT, message], message);
@@ -250,10 +249,8 @@ describe('Claude Code with --transport structured, end to end', () => {
     expect(server.turnRequests().filter((r) => r.lastUserMessage === message)).toHaveLength(1);
   });
 
-  // Needs cal recover to look for a first turn's transcript by the id chosen up front when the
-  // handle has none yet (structured: no pane either): see the issue 15 report. Today it
-  // delivers the message again.
-  it.skip('cal killed during the first turn: cal recover settles it from the transcript, never a second send', async () => {
+  // The id chosen up front is on the handle before the launch: recover finds the transcript by it.
+  it('cal killed during the first turn: cal recover settles it from the transcript, never a second send', async () => {
     const message = 'Remember the codeword FIRSTKILL. [[cal:delay=2500]]';
     const name = 'structured-first-kill';
     server.clearLog();

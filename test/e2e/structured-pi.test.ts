@@ -217,14 +217,27 @@ describe('Pi with --transport structured, end to end', () => {
     await until(async () => (await readSession(file)).some((r) => r.type === 'message' && r.message.role === 'assistant' && JSON.stringify(r.message.content).includes('Received: Recover me')), 'pi to end the turn');
     const rec = await cal(['recover', '--json']);
     expect(rec.code, rec.stdout + rec.stderr).toBe(0);
-    expect(rec.json.turns).toEqual([expect.objectContaining({ handle, before: 'sending', action: 'settled_from_transcript', status: 'completed', answer: 'Received: Recover me' })]);
+    expect(rec.json.turns).toEqual([expect.objectContaining({ handle, before: 'running', action: 'settled_from_transcript', status: 'completed', answer: 'Received: Recover me' })]);
     expect(server.turnRequests().filter((r) => r.lastUserMessage === message)).toHaveLength(1);
   });
 
-  // Needs cal recover to look for a first turn's session file by the id chosen up front when the
-  // handle has none yet (pi's bindTranscript finds it by that id): see the issue 15 report.
-  // Today recover delivers the message again.
-  it.skip('cal killed during the first turn: cal recover settles it from the session file, never a second send', async () => {
+  // The handle records pi's pid and start time at its launch: recover tells it still works.
+  it('cal killed mid-turn while Pi still works: cal recover waits for it and sends nothing', async () => {
+    const message = 'Recover me slowly [[cal:delay=6000]]';
+    server.clearLog();
+    const child = spawn(process.execPath, [calBin, '--state-dir', state, 'continue', handle, ...TIMEOUT, message], { env, stdio: 'ignore' });
+    await until(() => server.turnRequests().some((r) => r.lastUserMessage === message), 'the model to get the message');
+    child.kill('SIGKILL');
+    if (child.exitCode === null && child.signalCode === null) await new Promise((r) => child.on('exit', r));
+    const rec = await cal(['recover', '--json']);
+    expect(rec.code, rec.stdout + rec.stderr).toBe(0);
+    expect(rec.json.turns).toEqual([expect.objectContaining({ handle, before: 'running', action: 'waited_for_cli', status: 'completed', answer: 'Received: Recover me slowly' })]);
+    expect(server.turnRequests().filter((r) => r.lastUserMessage === message)).toHaveLength(1);
+    expect((await inspect()).provider.cliProcess ?? null).toBeNull();
+  });
+
+  // The session file is named by the id chosen up front, on the handle before the launch.
+  it('cal killed during the first turn: cal recover settles it from the session file, never a second send', async () => {
     const message = 'Remember the codeword PIFIRSTKILL. [[cal:delay=2500]]';
     server.clearLog();
     const child = spawn(process.execPath, [calBin, '--state-dir', state, 'start', '--provider', 'pi', '--transport', 'structured', '--cwd', work, '--name', 'pi-first-kill', ...TIMEOUT, message], { env, stdio: 'ignore' });

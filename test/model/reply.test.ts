@@ -139,6 +139,7 @@ describe('text helpers', () => {
   it('takes the first line after an Output: label', () => {
     expect(firstOutputLine('Chunk ID: 1\nWall time: 0 s\nProcess exited with code 0\nOutput:\nhello\nmore\n')).toBe('hello');
     expect(firstOutputLine('<untrusted_context>\nOutput: gem\nProcess Group PGID: 1\n</untrusted_context>')).toBe('gem');
+    expect(firstOutputLine('<untrusted_context>\necho: PING\n</untrusted_context>')).toBe('echo: PING');
     expect(firstOutputLine('\n\n  first  \nsecond')).toBe('first');
     expect(firstOutputLine('')).toBe('(no output)');
   });

@@ -277,6 +277,19 @@ describe('HTTP directives', () => {
 });
 
 describe('request log', () => {
+  it("Claude Code 2.0.x's git-history request (five frequently modified files) is a side request, not a turn", async () => {
+    const before = server.turnRequests().length;
+    await postJson(
+      server.url + paths.anthropic,
+      bodies.anthropic('Files modified by user:\n\n\nFiles modified by other users:\n', {
+        tools: [],
+        system: [{ type: 'text', text: 'You are an expert at analyzing git history. Given a list of files and their modification counts, return exactly five filenames …' }],
+      }),
+    );
+    expect(server.requests().at(-1)).toMatchObject({ dialect: 'anthropic', side: true });
+    expect(server.turnRequests()).toHaveLength(before);
+  });
+
   it('records dialect, session key, user messages, side flag and reply; JSONL mirrors it', async () => {
     const claudeMeta = { user_id: JSON.stringify({ device_id: 'd', account_uuid: '', session_id: '11111111-2222-3333-4444-555555555555' }) };
     await postJson(

@@ -12,7 +12,7 @@ import { codexTestEnv } from './codex-home.js';
 import { writePiAgentDir } from './model-homes.js';
 import { removeScratch } from './scratch.js';
 
-/** The CLIs a suite can drive (Gemini has an adapter in src/adapters/gemini, not yet registered). */
+/** The CLIs a suite can drive. */
 export type SuiteProvider = 'claude-code' | 'codex' | 'pi' | 'gemini';
 
 /** The pinned binary (test/support/clis.ts) of each provider. */

@@ -1,4 +1,4 @@
-import { appendFileSync, chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { CliAdapter, LaunchRequest, SessionConfig, StallKeys, StructuredRunRequest, StructuredTurnResult } from '../../src/adapters/types.js';
@@ -116,9 +116,18 @@ export class FakeTmux implements TmuxControl {
   }
 }
 
+/** A folder for one FakeCli's transcripts, removed when the test process exits (no /tmp/cal-* left behind). */
+const fakeCliDirs = new Set<string>();
+function fakeCliDir(): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cal-fake-cli-'));
+  if (fakeCliDirs.size === 0) process.once('exit', () => fakeCliDirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+  fakeCliDirs.add(dir);
+  return dir;
+}
+
 /** The fake CLI: one transcript file per session id under `dir`. */
 export class FakeCli {
-  readonly dir = mkdtempSync(path.join(os.tmpdir(), 'cal-fake-cli-'));
+  readonly dir = fakeCliDir();
   behaviour: FakeBehaviour = (message) => [{ t: 'user', text: message, key: 'k1' }, { t: 'answer', text: `echo: ${message}` }, { t: 'end' }];
   received: string[] = [];
   private readonly sessions = new Map<FakePane, string>();

@@ -25,6 +25,18 @@ describe('HandleList view', () => {
     expect(row('cccccc3333')).toMatch(/cccccc3333\s+-\s+claude-code\s+2\.1\.328\s+lost\s+-\s+3d/);
   });
 
+  it('fits 80 columns: no row and no header wraps, however long the state directory (issue 20, item 10)', () => {
+    const summaries = [summary('aaaaaa1111', { name: 'a-very-long-handle-name-indeed' }, turn(3, { status: 'interrupted', updatedAt: ago(90) }))];
+    const { lastFrame } = render(<HandleList summaries={summaries} selected={0} now={NOW} stateDir={`/tmp/${'deep/'.repeat(20)}state`} />);
+    const lines = (lastFrame() ?? '').split('\n');
+    // The table is 78 columns wide whatever the terminal; the title is cut at the terminal's
+    // width (ink-testing-library's is 100) rather than wrapped onto a second line.
+    for (const line of lines.slice(1)) expect(Array.from(line).length, line).toBeLessThanOrEqual(80);
+    expect(lines[0]).toMatch(/^cal inspect · 1 handle in \/tmp\/deep\/.*…$/);
+    expect(lines[1]).toBe('');
+    expect(lines.filter((l) => l.includes('aaaaaa1111'))).toHaveLength(1);
+  });
+
   it('says how to start one when there are no handles', () => {
     const { lastFrame } = render(<HandleList summaries={[]} selected={0} now={NOW} />);
     expect(lastFrame()).toContain('cal inspect · 0 handles');

@@ -42,15 +42,21 @@ describe('Claude Code turn observer (recorded 2.1.328 transcripts)', () => {
     expect(o.observation.phase === 'ended' && o.observation.answer).toMatch(/QUEUED second message/);
   });
 
-  it('a message not in the transcript is still waiting; stop hooks do not end a turn early', () => {
+  it('a message not in the transcript is still waiting', () => {
     expect(observe('interactive-loop-resume', 'never sent').observation).toEqual({ phase: 'waiting' });
+  });
+
+  it('with Stop hooks, the turn is running until they ran, and ends on their summary with the answer', () => {
     const all = fixtureRecords('claude-code', 'interactive-mixed-error-interrupt-tool-resume-continue-cwdchange');
     const o = new ClaudeTurnObserver('hello hooks codeword KIWI');
     for (const r of all) {
-      if ((r as { subtype?: string }).subtype === 'turn_duration') break;
+      if ((r as { subtype?: string }).subtype === 'stop_hook_summary') break;
       o.feed(r);
     }
     expect(o.observation.phase).toBe('running');
+    const summary = all.find((r) => (r as { subtype?: string }).subtype === 'stop_hook_summary');
+    o.feed(summary);
+    expect(o.observation).toMatchObject({ phase: 'ended', status: 'completed', answer: expect.stringMatching(/^MOCK#11 got \[hello hooks codeword KIWI\]/) });
   });
 
   it('a newer human prompt closes a dangling turn as lost', () => {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nativeCodexBinary, wrapperEnv } from '../../src/adapters/codex/binary.js';
 import { mcpOverrides, tomlString, trustOverride } from '../../src/adapters/codex/config.js';
+import { checkMcpConfig } from '../../src/engine/mcp-config.js';
 import { codexAdapter, LAUNCH_TAG_ENV } from '../../src/adapters/codex/index.js';
 import { dayFolders, fileKey, findRolloutsForFirstMessage, pickRollout } from '../../src/adapters/codex/sessions.js';
 import type { SessionConfig } from '../../src/adapters/types.js';
@@ -71,6 +72,28 @@ describe('Codex command line', () => {
     expect(mcpOverrides(file)).toEqual(['mcp_servers.probe={"command" = "node", "args" = ["s.mjs"], "env" = {"A" = "1"}}', 'mcp_servers.web={"url" = "http://127.0.0.1:1/mcp"}']);
     await fs.writeFile(file, JSON.stringify({ mcpServers: { 'bad.name': { command: 'x' } } }));
     expect(() => mcpOverrides(file)).toThrow(/letters, digits/);
+  });
+
+  it("keeps Codex's own default_tools_approval_mode of a server (issue 20, item 8)", async () => {
+    const file = path.join(dir, 'mcp-approve.json');
+    await fs.writeFile(file, JSON.stringify({ mcpServers: { probe: { command: 'node', default_tools_approval_mode: 'approve' }, web: { url: 'http://h/mcp', default_tools_approval_mode: 'prompt' } } }));
+    expect(mcpOverrides(file)).toEqual(['mcp_servers.probe={"command" = "node", "default_tools_approval_mode" = "approve"}', 'mcp_servers.web={"url" = "http://h/mcp", "default_tools_approval_mode" = "prompt"}']);
+  });
+
+  it('a bad --mcp-config is one usage error for every CLI, checked before launch (issue 20, item 8)', async () => {
+    const file = path.join(dir, 'mcp-bad.json');
+    for (const bad of ['{not json', JSON.stringify({ servers: {} }), JSON.stringify({ mcpServers: { a: { command: 'x', args: 'not-a-list' } } }), JSON.stringify({ mcpServers: { a: { command: 'x', env: { A: 1 } } } })]) {
+      await fs.writeFile(file, bad);
+      let caught: unknown = null;
+      try {
+        checkMcpConfig(file);
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught, bad).toMatchObject({ kind: 'usage', message: expect.stringContaining('--mcp-config') });
+    }
+    await fs.writeFile(file, JSON.stringify({ mcpServers: { a: { command: 'x', args: ['y'], env: { A: '1' } }, b: { url: 'http://h', headers: { X: 'y' } } } }));
+    expect(() => checkMcpConfig(file)).not.toThrow();
   });
 
   it('launches the pinned binary with --no-daemon, cal settings as -c, and the message after --', () => {

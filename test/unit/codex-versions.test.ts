@@ -60,3 +60,41 @@ describe('Codex 0.40.0 (below the floor): why it is not supported', () => {
     expect(observe('0.40.0', 'What was the codeword?').phase).not.toBe('ended');
   });
 });
+
+describe('Codex 0.100.0: tool calls and failed turns without item_completed', () => {
+  const recorded = (name: string) =>
+    readFileSync(path.join(repoRoot, 'fixtures', `codex-0.100.0-${name}.rollout.jsonl`), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
+  const observeRecorded = (name: string, message: string) => {
+    const o = new CodexTurnObserver(message);
+    for (const r of recorded(name)) o.feed(r);
+    return o;
+  };
+
+  it('a shell call is on the turn from its function_call and function_call_output, once', () => {
+    const o = observeRecorded('shell-command', 'Print the working directory [[cal:shell=pwd]]');
+    expect(o.observation).toMatchObject({ phase: 'ended', status: 'completed', answer: expect.stringMatching(/^Tool finished: \//) });
+    expect(o.tools).toEqual([expect.objectContaining({ kind: 'shell', name: 'pwd', status: 'completed', output: expect.stringMatching(/work1/) })]);
+  });
+
+  it('an MCP call is mcp__<server>__<tool>, its output the result\'s text', () => {
+    const o = observeRecorded('mcp-tool-call', 'Call the probe');
+    expect(o.observation).toMatchObject({ phase: 'ended', status: 'completed' });
+    expect(o.tools).toEqual([expect.objectContaining({ kind: 'mcp', server: 'calprobe', name: 'echo', output: expect.stringMatching(/^echo: MCP/) })]);
+  });
+
+  it('a turn whose request failed (task_complete with no answer, no error recorded) is failed, never an empty success', () => {
+    const o = observeRecorded('failed-turn', 'This one fails [[cal:http=500]]');
+    expect(o.observation).toMatchObject({ phase: 'ended', status: 'failed', answer: null });
+    expect(observeRecorded('failed-turn', 'Remember the codeword').observation).toMatchObject({ phase: 'ended', status: 'completed' });
+  });
+
+  it('0.171.0 (item_completed) takes its tools from the items only', () => {
+    for (const { message } of turns) expect(observe('0.171.0', message).phase).toBe('ended');
+    const o = new CodexTurnObserver('What was the codeword?');
+    for (const r of records('0.171.0')) o.feed(r);
+    expect(o.tools).toEqual([]);
+  });
+});

@@ -53,7 +53,7 @@ describe('layers of the library', () => {
   });
 
   it('the commands that are the library surface reach the sessions only through it', () => {
-    const surface = ['start', 'continue', 'kill-tmux', 'inspect', 'events', 'recover', 'certify'].map((c) => path.join(src, 'commands', `${c}.ts`));
+    const surface = ['start', 'continue', 'kill-tmux', 'remove', 'inspect', 'events', 'recover', 'certify'].map((c) => path.join(src, 'commands', `${c}.ts`));
     const offenders = surface.flatMap((file) => allImports(file).filter((t) => under(t, 'sessions')).map((t) => `${rel(file)} → ${t}`));
     expect(offenders).toEqual([]);
     for (const file of surface) expect(allImports(file)).toContain('index.ts');
@@ -108,6 +108,9 @@ describe('what a run of the built cal loads', () => {
     expect(commands).toEqual(['commands/common.js', 'commands/continue.js', 'commands/event-printer.js', 'commands/progress.js', 'commands/register.js', 'commands/spec.js']);
     expect(modules.filter((m) => m.startsWith('tui/') && m !== 'tui/format.js')).toEqual([]);
     expect(packages.filter((p) => terminalUi.test(p))).toEqual([]);
+    // execa is for the CLIs that need it (Cursor, Agy, plans, lock), certifications for inspect.
+    expect(packages).not.toContain('execa');
+    expect(modules).not.toContain('certify/results.js');
   });
 
   it('cal start and cal inspect --json load no terminal UI either', async () => {

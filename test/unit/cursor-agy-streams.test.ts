@@ -48,10 +48,10 @@ describe('Cursor stream-json', () => {
   });
 
   it('argv: the message after --, the workspace and the chat id; tool policies in Cursor terms', () => {
-    expect(cursorArgv('/bin/cursor-agent', { ...cfg, model: 'auto', toolPolicy: 'bypassPermissions' }, 'c1', '--not-a-flag', '/s/cal')).toEqual([
+    expect(cursorArgv('/bin/cursor-agent', { ...cfg, model: 'auto', toolPolicy: 'bypass' }, 'c1', '--not-a-flag', '/s/cal')).toEqual([
       '/bin/cursor-agent', '-p', '--output-format', 'stream-json', '--trust', '--workspace', '/w', '--resume', 'c1', '--model', 'auto', '--force', '--plugin-dir', '/s/cal', '--approve-mcps', '--', '--not-a-flag',
     ]);
-    expect(() => cursorArgv('/bin/cursor-agent', { ...cfg, toolPolicy: 'acceptEdits' }, 'c1', 'm', null)).toThrow(/tool policy acceptEdits has no Cursor equivalent/);
+    expect(() => cursorArgv('/bin/cursor-agent', { ...cfg, toolPolicy: 'accept-edits' }, 'c1', 'm', null)).toThrow(/tool policy accept-edits has no Cursor equivalent/);
   });
 
   it('the two refusals before any model request are told apart from other failures', () => {
@@ -99,7 +99,7 @@ describe('Agy stream-json', () => {
 
   it('argv follows what the release offers; the message is -p\'s value, last', () => {
     const all = { printFlag: '-p', addDir: true, printTimeout: true, model: true, skipPermissions: true };
-    expect(agyArgv('/bin/agy', all, { ...cfg, model: 'claude', toolPolicy: 'bypassPermissions' }, 'a1', '-x', 90_500)).toEqual([
+    expect(agyArgv('/bin/agy', all, { ...cfg, model: 'claude', toolPolicy: 'bypass' }, 'a1', '-x', 90_500)).toEqual([
       '/bin/agy', '--output-format', 'stream-json', '--conversation', 'a1', '--add-dir', '/w', '--print-timeout', '91s', '--model', 'claude', '--dangerously-skip-permissions', '-p', '-x',
     ]);
     expect(() => agyArgv('/bin/agy', { ...all, model: false }, { ...cfg, model: 'x' }, null, 'm', 1000)).toThrow(/no --model flag/);

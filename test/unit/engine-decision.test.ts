@@ -36,6 +36,7 @@ describe('§4 decision table (pure)', () => {
     ['5: never delivered: fresh launch', facts({}), { kind: 'launch', mode: 'fresh', lostPane: false }],
     ['5: pane gone, nothing recorded', facts({ hasPane: true }), { kind: 'non_continuable', lostPane: true }],
     ['await a recorded turn', facts({ intent: 'await', hasPane: true, paneAlive: true }), { kind: 'await' }],
+    ['6: await a structured turn its CLI already has (never a second send)', facts({ transport: 'structured', intent: 'await', hasNativeId: true, hasTranscript: true }), { kind: 'structured_await' }],
   ])('row %s', (_name, input, route) => {
     expect(decideRoute(input)).toEqual(route);
   });

@@ -3,7 +3,9 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CalError } from '../../src/errors.js';
 import { AgentSessions } from '../../src/sessions/agent-sessions.js';
+import { processStartTime } from '../../src/state/lock.js';
 import { StateStore } from '../../src/state/store.js';
+import type { StructuredRunRequest, StructuredTurnResult } from '../../src/adapters/types.js';
 import type { TurnRecord } from '../../src/state/turns.js';
 import { scratchDir } from '../support/cal.js';
 import { kindOf } from '../support/errors.js';
@@ -129,6 +131,57 @@ describe('agent sessions with a fake CLI', () => {
       ['settled_from_transcript', 'B done'],
       ['waited_for_cli', 'A late'],
     ]);
+  });
+
+  /** A structured fake: the first turn answers and records itself; later ones as `later` says. */
+  function structuredSessions(later: (req: StructuredRunRequest, id: string) => Promise<StructuredTurnResult>): { runs: () => number } {
+    let runs = 0;
+    const adapter = fakeAdapter(cli, {
+      structured: async (req) => {
+        runs++;
+        const id = req.sessionId ?? 'structured-1';
+        if (runs > 1) return later(req, id);
+        cli.write(id, [{ t: 'user', text: req.message, key: 'k1' }, { t: 'answer', text: 'first' }, { t: 'end' }]);
+        return { sessionId: id, status: 'completed', answer: 'first', error: null, tools: [], transcriptPath: cli.transcript(id) };
+      },
+    });
+    sessions = new AgentSessions(store, { tmux: () => tmux, adapter: () => adapter });
+    return { runs: () => runs };
+  }
+
+  async function orphanRunningTurn(handleId: string): Promise<void> {
+    const open = (await turnsOf(handleId)).find((t) => t.status === 'running') as TurnRecord;
+    await fs.writeFile(path.join(store.turnsDir(handleId), `${open.id}.json`), JSON.stringify({ ...open, ownerPid: DEAD_PID }));
+  }
+
+  it('recover: a structured turn whose CLI process still runs is waited for, never sent again', async () => {
+    let finish = () => undefined as void;
+    const fake = structuredSessions(async (req, id) => {
+      finish = () => cli.write(id, [{ t: 'user', text: req.message, key: 'k2' }, { t: 'answer', text: 'late' }, { t: 'end' }]);
+      throw new CalError('timeout', 'fake: cal stopped following');
+    });
+    const first = await sessions.start({ provider: 'claude-code', transport: 'structured', message: 'one', cwd: root, env, timeoutSeconds: 5 });
+    expect(await kindOf(cont(first.handle.id, 'two'))).toBe('timeout');
+    await orphanRunningTurn(first.handle.id);
+    // As a cal killed mid-turn leaves it: the CLI's process on the handle (this very process, alive).
+    const stored = await store.loadHandle(first.handle.id);
+    await store.saveHandle({ ...stored, provider: { ...stored.provider, cliProcess: { pid: process.pid, startTime: processStartTime(process.pid) } } });
+    setTimeout(() => finish(), 300);
+    const items = await sessions.recover({ env, timeoutSeconds: 5 });
+    expect(items.map((i) => [i.action, i.status, i.answer])).toEqual([['waited_for_cli', 'completed', 'late']]);
+    expect(fake.runs()).toBe(2);
+  });
+
+  it('recover: a structured turn running with no live CLI on record and nothing in the transcript is lost, never sent again', async () => {
+    const fake = structuredSessions(async () => {
+      throw new CalError('timeout', 'fake: cal stopped following before the CLI recorded anything');
+    });
+    const first = await sessions.start({ provider: 'claude-code', transport: 'structured', message: 'one', cwd: root, env, timeoutSeconds: 5 });
+    expect(await kindOf(cont(first.handle.id, 'two'))).toBe('timeout');
+    await orphanRunningTurn(first.handle.id);
+    const items = await sessions.recover({ env, timeoutSeconds: 5 });
+    expect(items.map((i) => [i.action, i.status])).toEqual([['marked_lost', 'lost']]);
+    expect(fake.runs()).toBe(2);
   });
 
   it('recover reports a turn record it cannot read instead of skipping it', async () => {

@@ -28,7 +28,7 @@ describe('release numbers', () => {
 });
 
 describe('supported versions', () => {
-  const supported = { floor: '2.0.8', certified: '2.1.332' };
+  const supported = { floor: '2.0.12', certified: '2.1.332' };
 
   it('a release below the floor is cli_unsupported (exit 16), naming the version found and the floor', () => {
     let err: unknown;
@@ -43,13 +43,13 @@ describe('supported versions', () => {
     expect(cal.exitCode).toBe(16);
     expect(exitCodes.cli_unsupported).toBe(16);
     expect(cal.message).toContain('Claude Code 1.0.128');
-    expect(cal.message).toContain('2.0.8');
+    expect(cal.message).toContain('2.0.12');
     expect(cal.message).toContain('/opt/claude');
-    expect(cal.toJSON()).toMatchObject({ kind: 'cli_unsupported', actual: '1.0.128', expected: '>=2.0.8' });
+    expect(cal.toJSON()).toMatchObject({ kind: 'cli_unsupported', actual: '1.0.128', expected: '>=2.0.12' });
   });
 
   it('the floor and everything up to the newest certified is certified; newer runs, uncertified', () => {
-    expect(versionSupport('Claude Code', '2.0.8', supported, 'x')).toBe('certified');
+    expect(versionSupport('Claude Code', '2.0.12', supported, 'x')).toBe('certified');
     expect(versionSupport('Claude Code', '2.1.29', supported, 'x')).toBe('certified');
     expect(versionSupport('Claude Code', '2.1.332', supported, 'x')).toBe('certified');
     expect(versionSupport('Claude Code', '2.1.333', supported, 'x')).toBe('newer_than_certified');

@@ -1,4 +1,3 @@
-import { execa } from 'execa';
 import { CalError } from '../../errors.js';
 import type { PinnedCli } from '../../handles/schema.js';
 
@@ -22,6 +21,8 @@ export interface AgyFeatures {
 const flag = (name: string) => new RegExp(`(?:^|[\\s,])--?${name}(?![\\w-])`, 'm');
 
 export async function probeAgy(cli: PinnedCli, env: Record<string, string>): Promise<AgyFeatures> {
+  // Loaded here, not at the top: execa's import costs ~200 ms, paid by every cal run otherwise.
+  const { execa } = await import('execa');
   const res = await execa(cli.realPath, ['--help'], { env, extendEnv: false, reject: false, timeout: 30_000, stdin: 'ignore' });
   // Go's flag package prints its usage on stderr.
   const help = `${res.stdout}\n${res.stderr}`;

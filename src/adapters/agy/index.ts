@@ -3,7 +3,7 @@ import { findExecutable, readVersion } from '../resolve.js';
 import { noScriptedModel, structuredOnlyTmuxParts } from '../structured-only.js';
 import type { CliAdapter, SessionConfig } from '../types.js';
 import { probeAgy } from './binary.js';
-import { runAgyTurn } from './turn.js';
+import { runAgyTurn, agyToolPolicies } from './turn.js';
 
 /**
  * Agy, Google's Antigravity CLI (a closed-source Go binary; research §E, from its release notes,
@@ -29,6 +29,7 @@ export const agyAdapter: CliAdapter = {
     apiOnly: false,
     needsStableWorkingDir: false,
   },
+  toolPolicies: agyToolPolicies,
   envNames: ['HOME'],
   liveCertificationOnly: 'agy has no base-URL override (it talks to Google Cloud Code Assist with your Google sign-in), so only a run with the real agy and a signed-in account can prove it',
 

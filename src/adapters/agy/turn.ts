@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { CalError } from '../../errors.js';
+import type { ToolPolicy } from '../../handles/schema.js';
 import type { SessionConfig, StructuredRunRequest, StructuredTurnResult } from '../types.js';
 import { MAX_ARGV_STRING_BYTES, runNdjson, stderrTail } from '../ndjson-process.js';
 import { probeAgy, type AgyFeatures } from './binary.js';
@@ -18,12 +19,15 @@ import { AgyStream, conversationFromExitHint } from './stream.js';
  * reports it in `init`. The turn completed only with a `result` whose status is SUCCESS and exit
  * status 0.
  */
+/** bypass needs a release with --dangerously-skip-permissions (checked at the turn). */
+export const agyToolPolicies: ToolPolicy[] = ['default', 'bypass'];
+
 export function agyArgv(realPath: string, features: AgyFeatures, config: SessionConfig, conversationId: string | null, message: string, timeoutMs: number): string[] {
   if (config.model && !features.model) throw new CalError('cli_unsupported', 'this agy release has no --model flag: start without --model, or update it (agy update)');
   let policy: string[];
   if (config.toolPolicy === 'default') policy = [];
-  else if (config.toolPolicy === 'bypassPermissions' && features.skipPermissions) policy = ['--dangerously-skip-permissions'];
-  else throw new CalError('usage', `agy: tool policy ${config.toolPolicy} has no agy equivalent (known: default, bypassPermissions)`);
+  else if (config.toolPolicy === 'bypass' && features.skipPermissions) policy = ['--dangerously-skip-permissions'];
+  else throw new CalError('usage', `agy: tool policy ${config.toolPolicy} has no agy equivalent (known: ${agyToolPolicies.join(', ')})`);
   return [
     realPath,
     '--output-format',

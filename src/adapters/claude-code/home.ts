@@ -10,7 +10,8 @@ import { z } from 'zod';
  * In the user's own config cal writes one thing: `projects["<real cwd>"].hasTrustDialogAccepted`.
  * In a HOME that cal manages (demo, certify, tests: a folder holding `.cal-managed-home`) it also
  * marks onboarding done, approves the API key in the environment (by its last 20 characters, as
- * the CLI itself does) and skips the bypass-permissions warning.
+ * the CLI itself does) and skips the bypass-permissions warning (the settings key newer releases
+ * read and the global flag older ones read).
  */
 export const MANAGED_HOME_MARKER = '.cal-managed-home';
 
@@ -38,6 +39,10 @@ export function isManagedHome(env: Record<string, string>): boolean {
 
 export async function preAnswerDialogs(env: Record<string, string>, cwd: string): Promise<void> {
   const file = claudeJsonPath(env);
+  // Every resumed turn comes here (a structured turn is a launch), and after the first one
+  // nothing is left to answer: a read that finds every answer in place writes nothing, so it
+  // needs neither the lock nor the write's modules (a CLI writing meanwhile only adds).
+  if (await alreadyAnswered(env, cwd, file)) return;
   await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
   // A running Claude Code rewrites this file under proper-lockfile's lock `<file>.lock`, re-reading
   // and merging `projects` under it. A write outside that lock can be lost to the CLI's own write
@@ -69,22 +74,32 @@ export async function preAnswerDialogs(env: Record<string, string>, cwd: string)
   }
 }
 
-async function preAnswerLocked(env: Record<string, string>, cwd: string, file: string, writeFileAtomic: typeof import('write-file-atomic')): Promise<void> {
-  let current: z.infer<typeof ClaudeJson> = {};
+async function alreadyAnswered(env: Record<string, string>, cwd: string, file: string): Promise<boolean> {
+  let text: string;
   try {
-    const parsed = ClaudeJson.safeParse(JSON.parse(await fs.readFile(file, 'utf8')));
-    if (!parsed.success) throw new CalError('usage', `${file} is not the JSON Claude Code writes; refusing to rewrite it`);
-    current = parsed.data;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    text = await fs.readFile(file, 'utf8');
+  } catch {
+    return false;
   }
+  let parsed;
+  try {
+    parsed = ClaudeJson.safeParse(JSON.parse(text));
+  } catch {
+    return false;
+  }
+  if (!parsed.success) return false;
+  const { changed } = answered(env, cwd, parsed.data);
+  return !changed && (!isManagedHome(env) || existsSync(path.join(claudeConfigDir(env), 'settings.json')));
+}
+
+/** ~/.claude.json with every dialog cal pre-answers answered, and whether that changed it. */
+function answered(env: Record<string, string>, cwd: string, current: z.infer<typeof ClaudeJson>): { next: Record<string, unknown>; changed: boolean } {
   const next: Record<string, unknown> = { ...current };
   const projects = { ...(current.projects ?? {}) };
   const entry = projects[cwd] ?? {};
   let changed = entry.hasTrustDialogAccepted !== true;
   projects[cwd] = { ...entry, hasTrustDialogAccepted: true };
   next.projects = projects;
-
   if (isManagedHome(env)) {
     // Onboarding, and the auto-mode nudge ("Make auto mode your default permission mode?") that
     // 2.1.328 opens after a first turn in any other mode: each a dialog that would swallow a paste.
@@ -93,6 +108,12 @@ async function preAnswerLocked(env: Record<string, string>, cwd: string, file: s
         next[seen] = true;
         changed = true;
       }
+    }
+    // Older releases skip the bypass-permissions warning on this global flag only: 2.0.10, 2.0.76
+    // and 2.1.29 do not know skipDangerousModePermissionPrompt (2.1.332 knows both).
+    if (next.bypassPermissionsModeAccepted !== true) {
+      next.bypassPermissionsModeAccepted = true;
+      changed = true;
     }
     const key = env.ANTHROPIC_API_KEY;
     if (key) {
@@ -104,6 +125,21 @@ async function preAnswerLocked(env: Record<string, string>, cwd: string, file: s
         changed = true;
       }
     }
+  }
+  return { next, changed };
+}
+
+async function preAnswerLocked(env: Record<string, string>, cwd: string, file: string, writeFileAtomic: typeof import('write-file-atomic')): Promise<void> {
+  let current: z.infer<typeof ClaudeJson> = {};
+  try {
+    const parsed = ClaudeJson.safeParse(JSON.parse(await fs.readFile(file, 'utf8')));
+    if (!parsed.success) throw new CalError('usage', `${file} is not the JSON Claude Code writes; refusing to rewrite it`);
+    current = parsed.data;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const { next, changed } = answered(env, cwd, current);
+  if (isManagedHome(env)) {
     const settingsFile = path.join(claudeConfigDir(env), 'settings.json');
     if (!existsSync(settingsFile)) {
       await fs.mkdir(path.dirname(settingsFile), { recursive: true, mode: 0o700 });

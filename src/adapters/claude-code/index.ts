@@ -5,19 +5,21 @@ import { findExecutable, pinCli } from '../resolve.js';
 import { pinSupported, type SupportedVersions } from '../versions.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
 import { createManagedHome, preAnswerDialogs } from './home.js';
-import { claudeEnv, launchEnv, sessionFlags, transcriptCandidates } from './launch.js';
+import { claudeEnv, launchEnv, sessionFlags, transcriptCandidates, claudeToolPolicies } from './launch.js';
+import { blockedPrompt, classifyRecord, normaliseForMatch, userText } from './records.js';
+import { writeHookSettings } from './signals.js';
 import { claudeStructured } from './structured.js';
-import { ClaudeTurnObserver, classifyRecord, normaliseForMatch, userText } from './transcript.js';
+import { ClaudeTurnObserver } from './transcript.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
 
 export { projectSlug } from './launch.js';
 
 /**
- * Only the pinned release is proven end to end so far (docs/certify.md, "Version matrix"):
- * 2.1.29 and 2.0.76 write no turn_duration for short turns and sat until --timeout, so a release
- * below the floor is refused at once (cli_unsupported) rather than left to hang.
+ * Measured with the real binaries (docs/certify.md, "Version matrix"): the oldest release that
+ * passes start → paste → kill-tmux → native resume → recall with the Stop hook, and the newest
+ * certified.
  */
-export const claudeCodeVersions: SupportedVersions = { floor: '2.1.328', certified: '2.1.328' };
+export const claudeCodeVersions: SupportedVersions = { floor: '2.0.12', certified: '2.1.332' };
 
 export const claudeCodeAdapter: CliAdapter = {
   name: 'claude-code',
@@ -29,8 +31,8 @@ export const claudeCodeAdapter: CliAdapter = {
     apiOnly: false,
     needsStableWorkingDir: true,
   },
+  toolPolicies: claudeToolPolicies,
   envNames: ['HOME', 'ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN'],
-
   versions: claudeCodeVersions,
 
   async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
@@ -47,6 +49,14 @@ export const claudeCodeAdapter: CliAdapter = {
     const argv = [req.cli.realPath];
     argv.push(req.mode === 'fresh' ? '--session-id' : '--resume', sessionId);
     argv.push(...sessionFlags(req.config));
+    // The second end-of-turn signal: a Stop hook in a settings file of this handle's own, merged
+    // by the CLI with the user's settings (signals.ts).
+    let signalFile: string | null = null;
+    if (req.sessionDir) {
+      const hooks = writeHookSettings(req.sessionDir);
+      argv.push('--settings', hooks.settingsFile);
+      signalFile = hooks.signalFile;
+    }
     // The first message of a launch goes in argv: the TUI submits it exactly once it is ready
     // (measured more reliable than pasting into a pane that is still starting). `--` keeps a
     // message that starts with '-' from being read as a flag, and ends variadic --mcp-config.
@@ -57,6 +67,7 @@ export const claudeCodeAdapter: CliAdapter = {
       cwd: req.config.cwd,
       deliversMessage: true,
       sessionId,
+      signalFile,
     };
   },
 
@@ -67,9 +78,15 @@ export const claudeCodeAdapter: CliAdapter = {
     for (const file of candidates) {
       const read = await readJsonlFrom(file, 0);
       if (read.missing) continue;
-      // Bound only once the CLI recorded our message: that is when the id becomes resumable.
+      // Bound only once the CLI recorded our message: that is when the id becomes resumable. A
+      // prompt a UserPromptSubmit hook blocked is recorded only as the hook's notice, which
+      // still binds (the turn then settles as failed).
       const recorded = read.records.some((r) => {
         const rec = classifyRecord(r.value);
+        if (rec.kind === 'system') {
+          const blocked = blockedPrompt(rec.record);
+          return blocked !== null && normaliseForMatch(blocked.prompt).includes(needle);
+        }
         if (rec.kind !== 'user') return false;
         const text = userText(rec.record);
         return text !== null && normaliseForMatch(text).includes(needle);

@@ -4,9 +4,9 @@ import { z } from 'zod';
 import { CalError } from '../../errors.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
 import { runJsonlProcess, lastStderrLine } from '../structured-process.js';
-import type { LaunchRequest, StructuredTransport, StructuredTurnResult, TurnProgress } from '../types.js';
+import type { LaunchRequest, StructuredRunRequest, StructuredTransport, StructuredTurnResult, TurnProgress } from '../types.js';
 import { launchEnv, sessionFlags, transcriptCandidates } from './launch.js';
-import { classifyRecord, TextBlock, toolFromUse, ToolResultBlock, ToolUseBlock, resultText } from './transcript.js';
+import { classifyRecord, TextBlock, toolFromUse, ToolResultBlock, ToolUseBlock, resultText } from './records.js';
 
 /**
  * Structured transport (research: adapters-gemini-cursor-agy-claude-structured.md §F, measured on
@@ -108,7 +108,7 @@ async function transcriptOf(req: LaunchRequest, id: string): Promise<string | nu
   return null;
 }
 
-async function runPrintTurn(req: LaunchRequest & { timeoutMs: number; onProgress?: (progress: TurnProgress) => void }): Promise<StructuredTurnResult> {
+async function runPrintTurn(req: StructuredRunRequest): Promise<StructuredTurnResult> {
   let mode = req.mode;
   let id = req.sessionId;
   if (mode === 'resume' && !id) throw new CalError('internal', 'claude --resume without a session id');
@@ -127,6 +127,7 @@ async function runPrintTurn(req: LaunchRequest & { timeoutMs: number; onProgress
     cwd: req.config.cwd,
     stdin: structuredText(req.message),
     timeoutMs: req.timeoutMs,
+    ...(req.onSpawned ? { onSpawned: req.onSpawned } : {}),
     onEvent(value) {
       stream.feed(value);
       report?.(stream);

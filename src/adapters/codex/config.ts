@@ -2,6 +2,7 @@ import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { CalError } from '../../errors.js';
+import type { ToolPolicy } from '../../handles/schema.js';
 import type { SessionConfig } from '../types.js';
 
 /**
@@ -59,7 +60,12 @@ function safeRealpath(dir: string): string {
   }
 }
 
-/** Claude-style MCP config (`{"mcpServers": {name: {...}}}`), the format `--mcp-config` takes. */
+/**
+ * Claude-style MCP config (`{"mcpServers": {name: {...}}}`), the format `--mcp-config` takes.
+ * `default_tools_approval_mode` is Codex's own per-server key ("approve": its tools run without
+ * an "Allow tool?" prompt, which would stall a pane nobody watches): kept when the file has it.
+ */
+const codexServerKeys = { default_tools_approval_mode: z.string().optional() };
 const McpServer = z.union([
   z.object({
     type: z.literal('stdio').optional(),
@@ -67,11 +73,13 @@ const McpServer = z.union([
     args: z.array(z.string()).optional(),
     env: z.record(z.string(), z.string()).optional(),
     cwd: z.string().optional(),
+    ...codexServerKeys,
   }),
   z.object({
     type: z.enum(['http', 'streamable-http', 'sse']).optional(),
     url: z.string(),
     headers: z.record(z.string(), z.string()).optional(),
+    ...codexServerKeys,
   }),
 ]);
 const McpConfigFile = z.object({ mcpServers: z.record(z.string(), McpServer) });
@@ -93,6 +101,7 @@ export function mcpOverrides(file: string): string[] {
       'command' in server
         ? { command: server.command, args: server.args, env: server.env, cwd: server.cwd }
         : { url: server.url, http_headers: server.headers };
+    if (server.default_tools_approval_mode !== undefined) table.default_tools_approval_mode = server.default_tools_approval_mode;
     out.push(`mcp_servers.${name}=${tomlValue(table)}`);
   }
   return out;
@@ -106,9 +115,32 @@ export function commonOverrides(config: SessionConfig): string[] {
     trustOverride(config.cwd),
   ];
   if (config.systemPrompt) sets.push(`developer_instructions=${tomlString(config.systemPrompt)}`);
+  sets.push(...codexPolicyOverrides(config.toolPolicy));
   if (config.mcpConfigPath) sets.push(...mcpOverrides(config.mcpConfigPath));
   const argv = sets.flatMap((s) => ['-c', s]);
   if (config.model) argv.push('--model', config.model);
-  if (config.toolPolicy === 'bypassPermissions') argv.push('--dangerously-bypass-approvals-and-sandbox');
+  if (config.toolPolicy === 'bypass') argv.push('--dangerously-bypass-approvals-and-sandbox');
   return argv;
+}
+
+/**
+ * cal's tool policies as Codex sandbox and approval settings. `-c` overrides, because
+ * `codex exec resume` has no --sandbox / --ask-for-approval flags; approval "never", because a
+ * prompt in a pane nobody watches would only stall the turn (a refused action goes back to the
+ * model instead). `accept-edits` is the workspace-write sandbox: edits in the working directory,
+ * and commands confined to it.
+ */
+const CODEX_POLICIES: Record<string, string[]> = {
+  default: [],
+  'read-only': ['sandbox_mode="read-only"', 'approval_policy="never"'],
+  'accept-edits': ['sandbox_mode="workspace-write"', 'approval_policy="never"'],
+  bypass: [],
+};
+
+export const codexToolPolicies = Object.keys(CODEX_POLICIES) as ToolPolicy[];
+
+function codexPolicyOverrides(policy: string): string[] {
+  const sets = CODEX_POLICIES[policy];
+  if (!sets) throw new CalError('usage', `codex: tool policy ${policy} has no Codex equivalent (known: ${codexToolPolicies.join(', ')})`);
+  return sets;
 }

@@ -59,6 +59,19 @@ export interface ExecStream {
 /** Parses `codex exec --json` stdout (one JSON event per line). */
 export function parseExecStream(stdout: string): ExecStream {
   const out: ExecStream = { threadId: null, ended: null, answer: null, error: null, errors: [], tools: [], unknownEvents: 0 };
+  // A tool item is reported when it starts (status in_progress) and again when it completes:
+  // one entry per item id, updated in place, so a call shows at once and its end only once.
+  const toolAt = new Map<string, number>();
+  const recordTool = (item: z.infer<typeof ExecItem>): void => {
+    const tool = execTool(item);
+    if (!tool) return;
+    const at = item.id !== undefined ? toolAt.get(item.id) : undefined;
+    if (at !== undefined) out.tools[at] = tool;
+    else {
+      if (item.id !== undefined) toolAt.set(item.id, out.tools.length);
+      out.tools.push(tool);
+    }
+  };
   for (const line of stdout.split('\n')) {
     if (!line.trim()) continue;
     let value: unknown;
@@ -88,14 +101,17 @@ export function parseExecStream(stdout: string): ExecStream {
       case 'error':
         out.errors.push(e.message);
         break;
+      case 'item.started':
+      case 'item.updated':
+        recordTool(e.item);
+        break;
       case 'item.completed': {
         const agent = AgentMessage.safeParse(e.item);
         if (agent.success) {
           out.answer = agent.data.text;
           break;
         }
-        const tool = execTool(e.item);
-        if (tool) out.tools.push(tool);
+        recordTool(e.item);
         break;
       }
       default:
@@ -105,21 +121,33 @@ export function parseExecStream(stdout: string): ExecStream {
   return out;
 }
 
+/** A tool's status as cal records it: absent while it runs (in_progress), else Codex's word for how it ended. */
+function endedStatus(status: string | undefined): string | undefined {
+  return status === undefined ? 'completed' : status === 'in_progress' ? undefined : status;
+}
+
 function execTool(item: z.infer<typeof ExecItem>): ToolActivity | null {
   const shell = CommandExecution.safeParse(item);
   if (shell.success) {
-    const tool: ToolActivity = { kind: 'shell', name: unwrapShell(shell.data.command), status: shell.data.status ?? 'completed' };
-    if (typeof shell.data.aggregated_output === 'string') tool.output = shell.data.aggregated_output;
+    const tool: ToolActivity = { kind: 'shell', name: unwrapShell(shell.data.command) };
+    const status = endedStatus(shell.data.status);
+    if (status !== undefined) tool.status = status;
+    if (typeof shell.data.aggregated_output === 'string' && status !== undefined) tool.output = shell.data.aggregated_output;
     return tool;
   }
   const mcp = McpToolCall.safeParse(item);
   if (mcp.success) {
-    const tool: ToolActivity = { kind: 'mcp', server: mcp.data.server, name: mcp.data.tool, input: mcp.data.arguments ?? null, status: mcp.data.status ?? 'completed' };
+    const tool: ToolActivity = { kind: 'mcp', server: mcp.data.server, name: mcp.data.tool, input: mcp.data.arguments ?? null };
+    const status = endedStatus(mcp.data.status);
+    if (status !== undefined) tool.status = status;
     if (mcp.data.error) tool.output = mcp.data.error.message;
     else if (mcp.data.result?.content) tool.output = mcp.data.result.content.map((c) => c.text ?? JSON.stringify(c)).join('\n');
     return tool;
   }
-  if (item.type === 'file_change') return { kind: 'tool', name: 'apply_patch', input: (item as Record<string, unknown>).changes ?? null, status: String((item as Record<string, unknown>).status ?? 'completed') };
+  if (item.type === 'file_change') {
+    const status = endedStatus((item as Record<string, unknown>).status as string | undefined);
+    return { kind: 'tool', name: 'apply_patch', input: (item as Record<string, unknown>).changes ?? null, ...(status !== undefined ? { status } : {}) };
+  }
   if (item.type === 'web_search') return { kind: 'tool', name: 'web_search', input: (item as Record<string, unknown>).query ?? null, status: 'completed' };
   return null;
 }
@@ -222,6 +250,7 @@ export async function runExecTurn(req: StructuredRunRequest): Promise<Structured
     ...(Buffer.byteLength(req.message) > STDIN_MESSAGE_BYTES ? { input: req.message } : {}),
     // A cancel interrupts codex as Ctrl-C in its terminal would; the stream then ends the turn.
     ...(req.signal ? { interrupt: req.signal } : {}),
+    ...(req.onSpawned ? { onSpawned: req.onSpawned } : {}),
     onStdout: report
       ? (chunk) => {
           seen += chunk.toString('utf8');

@@ -5,7 +5,7 @@ import { findExecutable, pinCli } from '../resolve.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
 import { compareVersions, pinSupported, type SupportedVersions } from '../versions.js';
 import { codexEnv, nativeCodexBinary, wrapperEnv } from './binary.js';
-import { commonOverrides } from './config.js';
+import { commonOverrides, codexToolPolicies } from './config.js';
 import { runExecTurn } from './exec.js';
 import { scriptedCodexEnv } from './home.js';
 import { CodexTurnObserver } from './rollout.js';
@@ -65,6 +65,7 @@ export const codexAdapter: CliAdapter = {
     // Codex finds a session by id from any folder; cal still relaunches in the original one.
     needsStableWorkingDir: false,
   },
+  toolPolicies: codexToolPolicies,
   envNames: ['HOME', 'CODEX_HOME', 'OPENAI_API_KEY', 'CODEX_API_KEY'],
   versions: codexVersions,
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ToolActivity } from '../../handles/tool-activity.js';
 import { TranscriptTurnObserver } from '../turn-observer.js';
+import { legacyToolRecord, type LegacyToolRecord } from './legacy-tools.js';
 
 /**
  * Codex's rollout (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl`), measured on
@@ -42,6 +43,8 @@ const TurnAborted = z.object({
   turn_id: z.string().nullable().optional(),
   reason: z.string().nullable().optional(),
 });
+
+const ErrorEvent = z.object({ type: z.literal('error'), message: z.string() }).passthrough();
 
 const ItemCompleted = z.object({
   type: z.literal('item_completed'),
@@ -110,6 +113,8 @@ export type CodexRecord =
   | { kind: 'turn_aborted'; turnId: string | null; reason: string | null }
   | { kind: 'item'; turnId: string; item: { type: string } & Record<string, unknown> }
   | { kind: 'user_response_item'; text: string; turnId: string | null }
+  | LegacyToolRecord
+  | { kind: 'error_event'; message: string }
   | { kind: 'other' }
   | { kind: 'unknown' };
 
@@ -128,7 +133,7 @@ export function classifyRecord(value: unknown): CodexRecord {
       return classifyEvent(payload);
     case 'response_item': {
       const user = UserResponseItem.safeParse(payload);
-      if (!user.success) return { kind: 'other' };
+      if (!user.success) return legacyToolRecord(payload, shellCommandText) ?? { kind: 'other' };
       return {
         kind: 'user_response_item',
         text: partsText(user.data.content),
@@ -154,6 +159,11 @@ function classifyEvent(payload: Record<string, unknown>): CodexRecord {
     case 'turn_aborted': {
       const p = TurnAborted.safeParse(payload);
       return p.success ? { kind: 'turn_aborted', turnId: p.data.turn_id ?? null, reason: p.data.reason ?? null } : { kind: 'unknown' };
+    }
+    case 'error': {
+      // What ended a turn in error, in releases whose task_complete carries no error (0.100.0).
+      const p = ErrorEvent.safeParse(payload);
+      return p.success ? { kind: 'error_event', message: p.data.message } : { kind: 'other' };
     }
     case 'item_completed': {
       const p = ItemCompleted.safeParse(payload);
@@ -247,6 +257,14 @@ export function shellCommandText(argv: string[]): string {
 export class CodexTurnObserver extends TranscriptTurnObserver<KnownCodexRecord> {
   /** The most recent task_started before our message was seen. */
   private openTurn: string | null = null;
+  /** Whether this turn has `item_completed` events (every release from 0.16x; not 0.100.0). */
+  private itemized = false;
+  /** The turn's tools from `item_completed`, and from the model-facing calls of older releases. */
+  private readonly itemTools: ToolActivity[] = [];
+  private readonly legacyTools: ToolActivity[] = [];
+  private readonly legacyIndex = new Map<string, ToolActivity>();
+  /** The last `error` event of this turn (older releases put no error on task_complete). */
+  private lastError: string | null = null;
 
   protected classify(value: unknown): KnownCodexRecord | null {
     const rec = classifyRecord(value);
@@ -262,24 +280,50 @@ export class CodexTurnObserver extends TranscriptTurnObserver<KnownCodexRecord> 
       case 'task_started':
         if (rec.turnId !== this.turnKey) this.end('lost', null, 'a newer Codex turn started before this one recorded its end');
         return;
-      case 'task_complete':
+      case 'task_complete': {
         if (rec.turnId !== this.turnKey) return;
+        const answer = rec.answer ?? this.lastAnswer;
         if (rec.error !== null) this.end('failed', null, rec.error);
-        else this.end('completed', rec.answer ?? this.lastAnswer, null);
+        // Releases before 0.16x put no error on task_complete: an error event may say what
+        // happened. Never an empty success (design §5).
+        else if (answer === null && this.lastError !== null) this.end('failed', null, this.lastError);
+        // Nor does it write an error event (measured: a request that got HTTP 500 leaves only
+        // task_complete with no last_agent_message).
+        else if (answer === null && !this.itemized) this.end('failed', null, 'Codex ended the turn without an answer: its model request failed (this release records no error in its rollout)');
+        else this.end('completed', answer, null);
         return;
+      }
+      case 'error_event':
+        this.lastError = rec.message;
+        return;
+      case 'legacy_call':
+        this.legacyTools.push(rec.tool);
+        if (rec.callId) this.legacyIndex.set(rec.callId, rec.tool);
+        if (!this.itemized) this.tools = this.legacyTools;
+        return;
+      case 'legacy_output': {
+        const tool = this.legacyIndex.get(rec.callId);
+        if (tool) {
+          tool.output = rec.output;
+          tool.status = rec.failed ? 'failed' : 'completed';
+        }
+        return;
+      }
       case 'turn_aborted':
         if (rec.turnId !== null && rec.turnId !== this.turnKey) return;
         this.end('interrupted', this.lastAnswer, `Codex aborted the turn${rec.reason ? ` (${rec.reason})` : ''}`);
         return;
       case 'item': {
         if (rec.turnId !== this.turnKey) return;
+        this.itemized = true;
+        this.tools = this.itemTools;
         const answer = agentMessageText(rec.item);
         if (answer !== null) {
           this.lastAnswer = answer;
           return;
         }
         const tool = toolFromItem(rec.item);
-        if (tool) this.tools.push(tool);
+        if (tool) this.itemTools.push(tool);
         return;
       }
       default:
@@ -309,6 +353,8 @@ export class CodexTurnObserver extends TranscriptTurnObserver<KnownCodexRecord> 
       turnId = rec.turnId ?? this.openTurn;
     }
     if (text === null || turnId === null) return;
-    if (this.isOurs(text)) this.begin(turnId);
+    if (!this.isOurs(text)) return;
+    this.itemized = rec.kind === 'item';
+    this.begin(turnId);
   }
 }

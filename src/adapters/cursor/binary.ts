@@ -1,4 +1,3 @@
-import { execa } from 'execa';
 import { CalError } from '../../errors.js';
 import type { PinnedCli } from '../../handles/schema.js';
 import { stderrTail } from '../ndjson-process.js';
@@ -24,6 +23,8 @@ const REQUIRED: Array<[string, RegExp]> = [
 ];
 
 export async function probeCursor(cli: PinnedCli, env: Record<string, string>): Promise<CursorFeatures> {
+  // Loaded here, not at the top: execa's import costs ~200 ms, paid by every cal run otherwise.
+  const { execa } = await import('execa');
   const res = await execa(cli.realPath, ['--help'], { env, extendEnv: false, reject: false, timeout: 30_000, stdin: 'ignore' });
   const help = `${res.stdout}\n${res.stderr}`;
   const missing = REQUIRED.filter(([, re]) => !re.test(help)).map(([name]) => name);
@@ -47,6 +48,8 @@ const CHAT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
  * known before anything reaches the model.
  */
 export async function createChat(cli: PinnedCli, env: Record<string, string>, cwd: string): Promise<string> {
+  // Loaded here, not at the top: execa's import costs ~200 ms, paid by every cal run otherwise.
+  const { execa } = await import('execa');
   const res = await execa(cli.realPath, ['create-chat', '--workspace', cwd, '--trust'], { cwd, env, extendEnv: false, reject: false, timeout: 60_000, stdin: 'ignore' });
   const last = res.stdout.split('\n').map((l) => l.trim()).filter(Boolean).at(-1) ?? '';
   if (res.exitCode === 0 && CHAT_ID.test(last)) return last;

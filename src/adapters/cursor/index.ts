@@ -5,7 +5,7 @@ import { findExecutable, readVersion } from '../resolve.js';
 import { noScriptedModel, structuredOnlyTmuxParts } from '../structured-only.js';
 import type { CliAdapter, SessionConfig } from '../types.js';
 import { probeCursor } from './binary.js';
-import { runCursorTurn } from './turn.js';
+import { runCursorTurn, cursorToolPolicies } from './turn.js';
 
 /**
  * Cursor CLI (`cursor-agent`, also installed as `agent`; research §D, from Cursor's documentation
@@ -32,6 +32,7 @@ export const cursorAdapter: CliAdapter = {
     apiOnly: false,
     needsStableWorkingDir: true,
   },
+  toolPolicies: cursorToolPolicies,
   envNames: ['HOME', 'CURSOR_API_KEY', 'CURSOR_CONFIG_DIR', 'XDG_CONFIG_HOME'],
   liveCertificationOnly: "Cursor CLI cannot be pointed at a local model (its --endpoint speaks Cursor's own API), so only a run with the real cursor-agent and a Cursor login can prove it",
 

@@ -1,4 +1,5 @@
 import { CalError } from '../../errors.js';
+import type { ToolPolicy } from '../../handles/schema.js';
 import type { SessionConfig, StructuredRunRequest, StructuredTurnResult } from '../types.js';
 import { MAX_ARGV_STRING_BYTES, runNdjson, stderrTail } from '../ndjson-process.js';
 import { createChat, probeCursor, refusalOf } from './binary.js';
@@ -19,10 +20,11 @@ import { CursorStream } from './stream.js';
 /** cal's tool policies in Cursor's terms (print mode without --force rejects what needs approval). */
 const POLICY_FLAGS: Record<string, string[]> = {
   default: [],
-  bypassPermissions: ['--force'],
-  plan: ['--mode', 'plan'],
-  ask: ['--mode', 'ask'],
+  'read-only': ['--mode', 'ask'],
+  bypass: ['--force'],
 };
+
+export const cursorToolPolicies = Object.keys(POLICY_FLAGS) as ToolPolicy[];
 
 export function cursorArgv(realPath: string, config: SessionConfig, chatId: string, message: string, pluginDir: string | null): string[] {
   const policy = POLICY_FLAGS[config.toolPolicy];

@@ -62,25 +62,17 @@ export function retentionSetting(file: string): boolean | undefined {
 }
 
 /**
- * cal needs session retention off (measured on 0.61.0): a session resumed in a later UTC minute
+ * Session retention must be off (measured on 0.61.0): a session resumed in a later UTC minute
  * leaves a stray `session-<minute>-<id8>.jsonl` holding only the context, and with retention on,
- * the next start of any Gemini CLI in that project treats it as empty and deletes every file
- * ending in `-<id8>.jsonl`, the real transcript included. cal never rewrites the user's
- * settings, so it refuses to start or resume until retention is off, and says how.
+ * the next start of Gemini CLI in that project treats it as empty and deletes every file ending
+ * in `-<id8>.jsonl`, the real transcript included. cal turns it off in the Gemini home it manages;
+ * only a system settings file (which overrides every other) can turn it on again, and cal does
+ * not edit that, so it refuses to start or resume and says how.
  */
 export function checkRetentionOff(env: Record<string, string>): void {
-  const user = path.join(geminiDir(env), 'settings.json');
   const system = systemSettingsPath(env);
-  const systemValue = retentionSetting(system);
-  if (systemValue === true) {
+  if (retentionSetting(system) === true) {
     throw new CalError('usage', `Gemini CLI session retention is on in the system settings ${system}: it deletes a resumed session's transcript (a stray file of the same id looks empty to it). Set "general": {"sessionRetention": {"enabled": false}} there`);
-  }
-  if (systemValue === false) return;
-  if (retentionSetting(user) !== false) {
-    throw new CalError(
-      'usage',
-      `Gemini CLI session retention is not turned off in ${user}: with it on, a session cal resumes in a later minute can have its transcript deleted by the next Gemini start in that folder. Add "general": {"sessionRetention": {"enabled": false}} to ${user} (cal does not edit your Gemini settings)`,
-    );
   }
 }
 

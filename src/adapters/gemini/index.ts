@@ -1,61 +1,69 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { CalError } from '../../errors.js';
-import type { PinnedCli } from '../../handles/schema.js';
+import type { PinnedCli, ToolPolicy } from '../../handles/schema.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
 import { findExecutable, pinCli } from '../resolve.js';
 import { pinSupported, type SupportedVersions } from '../versions.js';
-import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
+import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, StructuredRunRequest, StructuredTurnResult, TranscriptBinding } from '../types.js';
+import { headlessArgv, runHeadlessTurn } from './headless.js';
 import { SESSION_HEADER, checkRetentionOff, geminiDir, isManagedGeminiHome, scriptedGeminiEnv } from './home.js';
+import { geminiMcpServers, prepareManagedHome, readUserSettings } from './managed-home.js';
 import { GeminiTurnObserver, classifyRecord, contentText, normaliseForMatch } from './transcript.js';
 
 /**
- * Google Gemini CLI (measured on 0.61.0; research: gemini-pi-cli.md G1–G5).
+ * Google Gemini CLI (measured on 0.61.0; research: gemini-pi-cli.md G1–G5 and
+ * adapters-gemini-cursor-agy-claude-structured.md §A–C).
+ *
+ * Every launch of a session runs in a Gemini home cal owns (managed-home.ts): the user's settings
+ * plus the launch's MCP servers, cal's system prompt as one more context file, bounded retries,
+ * retention off; the user's login files linked in. Sessions are keyed by that home and the exact
+ * cwd, so both stay the same for every resume.
  *
  * tmux transport. cal chooses the session id (`--session-id <uuid>`), resumes it with
- * `--resume <uuid>` in the same working directory (Gemini keys sessions by the exact cwd), and
- * hands the first message of every launch to `-i` (the TUI submits it once it is ready, new
- * and resumed alike). Folder trust is pre-answered by `GEMINI_CLI_TRUST_WORKSPACE=true`, which
- * writes nothing. Completion comes only from the session file (see transcript.ts). A pasted
- * message gets its Enter 300 ms after the paste (`pasteSubmitDelayMs`): an Enter in the same
- * burst is dropped by the TUI, and the engine's re-press after 3 s would make every paste slow.
+ * `--resume <uuid>`, and hands the first message of every launch to `-i` (the TUI submits it
+ * once it is ready, new and resumed alike). Folder trust is pre-answered by
+ * `GEMINI_CLI_TRUST_WORKSPACE=true`, which writes nothing (`--skip-trust` alone does not load the
+ * workspace settings). Completion and failure come only from the session file (transcript.ts).
+ * A pasted message gets its Enter 300 ms after the paste (`pasteSubmitDelayMs`): an Enter in the
+ * same burst is dropped by the TUI.
  *
- * What cal needs from the user's Gemini settings, and never writes itself: session retention
- * off (`general.sessionRetention.enabled: false`, see home.ts; refused with a usage error
- * otherwise) and working auth. `--mcp-config` and `--system-prompt` are refused: Gemini reads
- * MCP servers only from settings files (its system settings file is honoured only when every
- * folder on its path is owned by root and not group/world-writable), and GEMINI_SYSTEM_MD
- * replaces the whole built-in prompt instead of adding to it.
+ * A model that keeps failing (HTTP 5xx/429): after `general.maxAttempts` the TUI (with
+ * `ui.errorVerbosity: "full"`) asks "Keep trying / Stop" and records nothing until answered.
+ * `stallKeys` answer it: Down, Enter selects "Stop" (the CLI then records its own error, which
+ * fails the turn); the same keys are a no-op in the input while a reply is merely slow (Down on
+ * the newest history entry, Enter on an empty input), and they are pressed only while the
+ * session file shows the turn awaiting the model, never while a tool runs or asks to run.
  *
- * Not yet in the adapter registry: `cal certify` does not pass. Gemini 0.61.0's TUI retries a
- * persistent HTTP 5xx forever and records nothing until Escape (CertFailedTurnSettles), the
- * MCP certifications need --mcp-config.
+ * Structured transport: headless `-p … -o stream-json` per turn (headless.ts). ACP
+ * (`gemini --acp`) would give per-session MCP servers without a file, but needs a long-lived
+ * process per session; one process per turn is what cal's structured transport is, and the
+ * managed home gives MCP servers to both transports alike.
  */
 
 /**
  * Gemini's own environment additions: trust the folder it is started in (writes nothing), and
  * never relaunch itself in a child process. Measured on 0.61.0: a relaunched Gemini (the default)
- * survives its tmux pane being killed, parent and child alike, and goes on holding the session;
- * with GEMINI_CLI_NO_RELAUNCH=true it ends with its pane, as a lost terminal must.
+ * ignores SIGHUP and SIGTERM and survives its tmux session being killed, parent and child alike
+ * (only cal's end of the pane's tagged processes, which sends SIGKILL, ends them); with
+ * GEMINI_CLI_NO_RELAUNCH=true it is one process that ends with its pane even without cal.
  */
 const geminiEnv = {
   GEMINI_CLI_TRUST_WORKSPACE: 'true',
   GEMINI_CLI_NO_RELAUNCH: 'true',
 } as const;
 
-/**
- * Only the pinned release has been measured (the adapter is not registered yet): it is both the
- * floor and the newest certified.
- */
+/** Only the pinned release has been measured: it is both the floor and the newest certified. */
 export const geminiVersions: SupportedVersions = { floor: '0.61.0', certified: '0.61.0' };
 
 /** cal's tool policies as Gemini approval modes. */
 const APPROVAL_MODES: Record<string, string | null> = {
   default: null,
-  acceptEdits: 'auto_edit',
-  plan: 'plan',
-  bypassPermissions: 'yolo',
+  'read-only': 'plan',
+  'accept-edits': 'auto_edit',
+  bypass: 'yolo',
 };
 
 /** The session files of one id: `<gemini>/tmp/<slug>/chats/session-<minute>-<id8>.jsonl` in any project. */
@@ -109,72 +117,129 @@ export async function findTranscript(dir: string, sessionId: string, message: st
   return null;
 }
 
+/**
+ * The pending id of a fresh launch: the session id cal chose, at the managed home it lives in
+ * (`<uuid>@<home>`), so that finding its transcript needs nothing but the handle, also for a cal
+ * that died right after the launch.
+ */
+export function pendingToken(sessionId: string, home: string): string {
+  return `${sessionId}@${home}`;
+}
+
+export function parsePending(token: string): { sessionId: string; home: string | null } {
+  const at = token.indexOf('@');
+  return at < 0 ? { sessionId: token, home: null } : { sessionId: token.slice(0, at), home: token.slice(at + 1) };
+}
+
+function needSessionDir(req: LaunchRequest): string {
+  if (!req.sessionDir) throw new CalError('internal', 'a Gemini launch needs the session folder cal owns (its Gemini home lives there)');
+  return req.sessionDir;
+}
+
+/** The flags every launch gets, TUI and headless alike. */
+function sharedFlags(config: SessionConfig): string[] {
+  const argv: string[] = [];
+  if (config.model) argv.push('--model', config.model);
+  const approval = APPROVAL_MODES[config.toolPolicy];
+  if (approval) argv.push('--approval-mode', approval);
+  return argv;
+}
+
+/** The environment of a launch: the managed home (written now), Gemini's additions, and the scripted model's session header. */
+function launchEnv(req: LaunchRequest, sessionId: string): { env: Record<string, string>; home: string } {
+  const managed = prepareManagedHome(req.env, req.config, needSessionDir(req));
+  const env: Record<string, string> = { ...managed.env, ...geminiEnv };
+  if (isManagedGeminiHome(req.env)) {
+    // Only against cal's scripted model: Gemini sends no session id of its own with API-key
+    // auth, so each request names its session in a header the model's log keys requests by.
+    const own = (env.GEMINI_CLI_CUSTOM_HEADERS ?? '').trim();
+    env.GEMINI_CLI_CUSTOM_HEADERS = `${own ? `${own}, ` : ''}${SESSION_HEADER}: ${sessionId}`;
+  }
+  return { env, home: managed.home };
+}
+
+async function runStructured(req: StructuredRunRequest): Promise<StructuredTurnResult> {
+  let sessionId: string;
+  if (req.mode === 'resume') {
+    if (!req.sessionId) throw new CalError('internal', 'gemini resume without a session id');
+    sessionId = req.sessionId;
+  } else {
+    sessionId = req.sessionId ? parsePending(req.sessionId).sessionId : randomUUID();
+  }
+  const { env } = launchEnv(req, sessionId);
+  return runHeadlessTurn(req, sessionId, {
+    argv: headlessArgv(req, sessionId, sharedFlags(req.config)),
+    env,
+    transcript: (id) => findTranscript(geminiDir(env), id, req.message, null),
+  });
+}
+
 export const geminiAdapter: CliAdapter = {
   name: 'gemini',
   executable: 'gemini',
   capabilities: {
     tmuxContinuation: true,
     nativeResumeInTmux: true,
-    structuredTransport: false,
+    structuredTransport: true,
     apiOnly: false,
     needsStableWorkingDir: true,
   },
+  toolPolicies: Object.keys(APPROVAL_MODES) as ToolPolicy[],
   envNames: ['HOME', 'GEMINI_CLI_HOME', 'GEMINI_API_KEY', 'GOOGLE_API_KEY', 'GOOGLE_GEMINI_BASE_URL'],
   versions: geminiVersions,
   pasteSubmitDelayMs: 300,
+  // Checked every 15 s: with MAX_ATTEMPTS the dialog is up within about 20 s (5 s and 10 s of
+  // backoff, 30% jitter), so a persistent 5xx fails the turn within about 30 s.
+  stallKeys: { afterMs: 15_000, keys: ['Down', 'Enter'] },
 
   async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
     const found = findExecutable('gemini', cliPath, env);
-    return pinSupported('Gemini CLI', await pinCli(found, { ...env, ...geminiEnv }), geminiVersions);
+    // Measured on 0.61.0: even `gemini --version` starts writing `projects.json` in its home and
+    // exits before the rename, leaving `projects.json.<uuid>.tmp` files behind. So it is asked in
+    // a throwaway home, never the user's.
+    const probeHome = await fs.mkdtemp(path.join(os.tmpdir(), 'cal-gemini-version-'));
+    try {
+      return pinSupported('Gemini CLI', await pinCli(found, { ...env, ...geminiEnv, GEMINI_CLI_HOME: probeHome }), geminiVersions);
+    } finally {
+      await fs.rm(probeHome, { recursive: true, force: true });
+    }
   },
 
   async prepare(env: Record<string, string>, config: SessionConfig): Promise<void> {
-    // Gemini CLI takes no MCP config file and no added system prompt on its command line: its
-    // MCP servers live in settings.json (cal does not write the user's) and GEMINI_SYSTEM_MD
-    // replaces the whole built-in prompt. Refused rather than silently dropped.
-    if (config.mcpConfigPath) {
-      throw new CalError('usage', 'gemini: --mcp-config is not supported (Gemini CLI reads MCP servers only from its settings.json: add them there)');
-    }
-    if (config.systemPrompt) {
-      throw new CalError('usage', 'gemini: --system-prompt is not supported (Gemini CLI can only replace its whole system prompt, via GEMINI_SYSTEM_MD)');
-    }
     if (!(config.toolPolicy in APPROVAL_MODES)) {
       throw new CalError('usage', `gemini: tool policy ${config.toolPolicy} has no Gemini approval mode (known: ${Object.keys(APPROVAL_MODES).join(', ')})`);
     }
+    // Read now, so a bad file is a usage error before anything is sent, not a failure in a pane.
+    readUserSettings(env);
+    if (config.mcpConfigPath) geminiMcpServers(config.mcpConfigPath);
     checkRetentionOff(env);
   },
 
   launch(req: LaunchRequest): LaunchPlan {
-    const argv = [req.cli.realPath];
-    if (req.config.model) argv.push('--model', req.config.model);
-    const approval = APPROVAL_MODES[req.config.toolPolicy];
-    if (approval) argv.push('--approval-mode', approval);
+    const argv = [req.cli.realPath, ...sharedFlags(req.config)];
     let sessionId: string;
     if (req.mode === 'resume') {
       if (!req.sessionId) throw new CalError('internal', 'gemini resume without a session id');
       sessionId = req.sessionId;
       argv.push('--resume', sessionId);
     } else {
-      sessionId = req.sessionId ?? randomUUID();
+      // A relaunch of a session that never bound keeps the id it chose first.
+      sessionId = req.sessionId ? parsePending(req.sessionId).sessionId : randomUUID();
       argv.push('--session-id', sessionId);
     }
     // The `--opt=value` form keeps a message that starts with '-' from being read as a flag.
     argv.push(`--prompt-interactive=${req.message}`);
-    const env: Record<string, string> = { ...req.env, ...geminiEnv };
-    if (isManagedGeminiHome(req.env)) {
-      // Only against cal's scripted model: Gemini sends no session id of its own with API-key
-      // auth, so each request names its session in a header the model's log keys requests by.
-      const own = (env.GEMINI_CLI_CUSTOM_HEADERS ?? '').trim();
-      env.GEMINI_CLI_CUSTOM_HEADERS = `${own ? `${own}, ` : ''}${SESSION_HEADER}: ${sessionId}`;
-    }
-    return { argv, env, cwd: req.config.cwd, deliversMessage: true, sessionId };
+    const { env, home } = launchEnv(req, sessionId);
+    return { argv, env, cwd: req.config.cwd, deliversMessage: true, sessionId: pendingToken(sessionId, home) };
   },
 
   async bindTranscript(req: BindRequest): Promise<TranscriptBinding | null> {
     if (!req.sessionId) return null;
+    const { sessionId, home } = parsePending(req.sessionId);
     // Bound only once the CLI recorded our message: that is when the id becomes resumable.
-    const file = await findTranscript(geminiDir(req.env), req.sessionId, req.message, null);
-    return file ? { path: file, sessionId: req.sessionId } : null;
+    const dir = home ? path.join(home, '.gemini') : geminiDir(req.env);
+    const file = await findTranscript(dir, sessionId, req.message, null);
+    return file ? { path: file, sessionId } : null;
   },
 
   observeTurn(message: string, notBefore?: Date) {
@@ -192,6 +257,10 @@ export const geminiAdapter: CliAdapter = {
     // (measured on 0.61.0: ' /about' ran /about). A space does not keep it text, and cal does
     // not slip an invisible character into the user's words, so such a message is refused.
     return /^\s*\/(?![/*])/.test(message) ? 'Gemini CLI runs a message that starts with "/" as a slash command; put text before the "/"' : null;
+  },
+
+  structured: {
+    run: (req) => runStructured(req),
   },
 
   scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>): Promise<Record<string, string>> {

@@ -164,6 +164,16 @@ export function toolFromCall(call: z.infer<typeof ToolCall>): ToolActivity {
 export class GeminiTurnObserver extends TranscriptTurnObserver<KnownGeminiRecord> {
   private readonly toolIndex = new Map<string, ToolActivity>();
   private readonly toolOrder: string[] = [];
+  /** The last record of the turn is a request to the model (our prompt or a tool result), not a reply. */
+  private requestOpen = false;
+
+  /**
+   * While true, the CLI is waiting on the model: no tool runs and no tool confirmation is up (a
+   * reply that calls tools is recorded, with empty text, before its tools run or ask).
+   */
+  get awaitingModel(): boolean {
+    return this.observation.phase === 'running' && this.requestOpen;
+  }
 
   protected classify(value: unknown): KnownGeminiRecord | null {
     const rec = classifyRecord(value);
@@ -177,7 +187,10 @@ export class GeminiTurnObserver extends TranscriptTurnObserver<KnownGeminiRecord
   protected whileWaiting(rec: KnownGeminiRecord): void {
     if (rec.kind !== 'user') return;
     const text = contentText(rec.record.content as string | Array<Record<string, unknown>>);
-    if (text !== null && this.isOurs(text)) this.begin(rec.record.id);
+    if (text !== null && this.isOurs(text)) {
+      this.begin(rec.record.id);
+      this.requestOpen = true;
+    }
   }
 
   protected whileRunning(rec: KnownGeminiRecord): void {
@@ -193,6 +206,7 @@ export class GeminiTurnObserver extends TranscriptTurnObserver<KnownGeminiRecord
         const text = contentText(rec.record.content as string | Array<Record<string, unknown>>);
         // A tool result goes back to the model as a user record without text: part of this turn.
         if (text !== null) this.end('lost', null, 'a newer prompt started before this turn recorded its end');
+        else this.requestOpen = true;
         return;
       }
       case 'header':
@@ -207,6 +221,7 @@ export class GeminiTurnObserver extends TranscriptTurnObserver<KnownGeminiRecord
   }
 
   private onGemini(record: z.infer<typeof GeminiRecord>): void {
+    this.requestOpen = false;
     for (const call of record.toolCalls ?? []) {
       if (!this.toolIndex.has(call.id)) this.toolOrder.push(call.id);
       this.toolIndex.set(call.id, toolFromCall(call));

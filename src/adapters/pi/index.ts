@@ -7,7 +7,7 @@ import { findExecutable, pinCli } from '../resolve.js';
 import { pinSupported, type SupportedVersions } from '../versions.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
 import { scriptedPiEnv } from './home.js';
-import { chosenFile, sessionFileFor, sessionFlags } from './launch.js';
+import { chosenFile, sessionFileFor, sessionFlags, piToolPolicies } from './launch.js';
 import { piStructured } from './structured.js';
 import { classifyRecord, normaliseForMatch, PiTurnObserver, SessionHeader } from './session.js';
 
@@ -41,6 +41,7 @@ export const piAdapter: CliAdapter = {
     // in the original one.
     needsStableWorkingDir: false,
   },
+  toolPolicies: piToolPolicies,
   envNames: ['HOME', 'PI_CODING_AGENT_DIR', 'PI_CODING_AGENT_SESSION_DIR', 'PI_OFFLINE'],
   versions: piVersions,
 

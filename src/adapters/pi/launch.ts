@@ -3,6 +3,7 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CalError } from '../../errors.js';
+import type { ToolPolicy } from '../../handles/schema.js';
 import type { LaunchRequest } from '../types.js';
 import { chooseSessionFile, findSessionFile, readHeaderId, sessionFolders } from './home.js';
 import { MCP_CONFIG_ENV } from './mcp-extension.js';
@@ -51,6 +52,27 @@ export function chosenFile(env: Record<string, string>, cwd: string, id: string)
 }
 
 /**
+ * cal's tool policies for Pi, which never asks before a tool runs (its default is every tool):
+ * `bypass` is that default; `read-only` is Pi's own allowlist of its reading tools (`pi --help`:
+ * --tools); `accept-edits` has no equivalent (nothing in Pi can ask about commands).
+ */
+const PI_TOOL_FLAGS: Record<string, string[]> = {
+  default: [],
+  'read-only': ['--tools', 'read,grep,find,ls'],
+  bypass: [],
+};
+
+export const piToolPolicies = Object.keys(PI_TOOL_FLAGS) as ToolPolicy[];
+
+function piToolFlags(config: LaunchRequest['config']): string[] {
+  const flags = PI_TOOL_FLAGS[config.toolPolicy];
+  if (!flags) throw new CalError('usage', `pi: tool policy ${config.toolPolicy} has no Pi equivalent (Pi never asks before a tool runs; known: ${piToolPolicies.join(', ')})`);
+  // The allowlist covers extension tools too: it would switch the MCP bridge's tools off unseen.
+  if (config.toolPolicy === 'read-only' && config.mcpConfigPath) throw new CalError('usage', 'pi: --tool-policy read-only switches off every tool but read, grep, find and ls, MCP tools too: drop --mcp-config or the policy');
+  return flags;
+}
+
+/**
  * Model, system prompt and MCP servers as flags and environment, the same for every launch.
  * Pi has no MCP client: cal's bridge extension (loaded by Pi's own `--extension`) starts the
  * servers of the config named in the environment.
@@ -59,6 +81,7 @@ export function sessionFlags(req: LaunchRequest): { argv: string[]; env: Record<
   const argv: string[] = [];
   if (req.config.model) argv.push('--model', req.config.model);
   if (req.config.systemPrompt) argv.push('--append-system-prompt', req.config.systemPrompt);
+  argv.push(...piToolFlags(req.config));
   const env: Record<string, string> = { ...req.env };
   delete env[MCP_CONFIG_ENV];
   if (req.config.mcpConfigPath) {

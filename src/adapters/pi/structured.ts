@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { CalError } from '../../errors.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
 import { lastStderrLine, runJsonlProcess } from '../structured-process.js';
-import type { LaunchRequest, StructuredTransport, StructuredTurnResult, TurnProgress } from '../types.js';
+import type { LaunchRequest, StructuredRunRequest, StructuredTransport, StructuredTurnResult, TurnProgress } from '../types.js';
 import { sessionFileFor, sessionFlags } from './launch.js';
 import { AssistantMessage, contentText, SessionHeader, ToolCallBlock, toolFromCall, ToolResultMessage } from './session.js';
 
@@ -116,7 +116,7 @@ export function messageDelivery(message: string): { stdin: string; argv: string[
   return { stdin: core, argv: tail ? [tail] : [] };
 }
 
-async function runJsonTurn(req: LaunchRequest & { timeoutMs: number; onProgress?: (progress: TurnProgress) => void }): Promise<StructuredTurnResult> {
+async function runJsonTurn(req: StructuredRunRequest): Promise<StructuredTurnResult> {
   const sessionFile = sessionFileFor(req);
   const flags = sessionFlags(req);
   const delivery = messageDelivery(req.message);
@@ -128,6 +128,7 @@ async function runJsonTurn(req: LaunchRequest & { timeoutMs: number; onProgress?
     cwd: req.config.cwd,
     stdin: delivery.stdin,
     timeoutMs: req.timeoutMs,
+    ...(req.onSpawned ? { onSpawned: req.onSpawned } : {}),
     onEvent(value) {
       stream.feed(value);
       report?.(stream);

@@ -124,6 +124,9 @@ function sideKind(tools: OfferedTool[], lastRawUserText: string, system: string,
   if (tools.length > 0) return null;
   const t = lastRawUserText;
   if (/<session>[\s\S]*<\/session>/.test(t) || /\btitle\b/i.test(system) || /^\s*(write|generate)\b[^\n]*\btitle\b/im.test(t)) return 'title';
+  // Claude Code 2.0.x in a git repository asks, once a week, for five "frequently modified"
+  // file names from the git log (measured on 2.0.12): a utility call, not a conversation turn.
+  if (/analyzing git history/i.test(system) && /^Files modified by user:/.test(t)) return 'utility';
   return jsonFormat(body) ? 'json' : null;
 }
 

@@ -48,7 +48,18 @@ function partsText(content: unknown): string[] {
 }
 
 function outputText(output: unknown): string {
-  if (typeof output === 'string') return output;
+  if (typeof output === 'string') {
+    // Codex 0.100.0 sends an MCP tool's result as its content parts in a JSON string.
+    if (/^\s*\[\s*\{/.test(output)) {
+      try {
+        const parts: unknown = JSON.parse(output);
+        if (Array.isArray(parts) && parts.every((p) => isObj(p) && typeof p.type === 'string')) return partsText(parts).join('\n');
+      } catch {
+        // not JSON: the text as it is
+      }
+    }
+    return output;
+  }
   if (Array.isArray(output)) return partsText(output).join('\n');
   if (isObj(output) && typeof output.content === 'string') return output.content;
   return output === undefined ? '' : JSON.stringify(output);

@@ -1,0 +1,154 @@
+#!/usr/bin/env node
+// Benchmark (not a test): `cal continue` on the structured transport against the bare CLI's own
+// resume, side by side in one run, for each CLI with a structured transport:
+//   claude-code: claude -p --resume <id> --output-format stream-json --verbose
+//   pi:          pi --session <file> -p <message>
+//   codex:       codex exec resume --json <id> <message>
+// Each provider gets the scripted model, a throwaway home, one session started by cal (resumed
+// with `cal continue <handle>`) and one started by the bare CLI itself (resumed by it). Turns
+// alternate (bare, cal, bare, cal, …) so both see the same machine load and the same history
+// length. Prints the medians, their ratio and PASS/MISS against the target (cal ≤ 1.15× bare).
+//
+//   npm run build && node bench/structured.mjs [claude-code|pi|codex …]   (BENCH_TURNS=9 by default)
+// Run it under the shared lock for the real CLIs: flock /tmp/cal-realcli.lock node bench/structured.mjs
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const cal = path.join(root, 'bin', 'cal.js');
+const dist = (p) => import(path.join(root, 'dist', p));
+const TARGET = 1.15;
+const TURNS = Number(process.env.BENCH_TURNS ?? 9);
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+function run(argv, { env, cwd, input }) {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(argv[0], argv.slice(1), { env, cwd, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('error', reject);
+    child.on('exit', (code) => resolve({ code, out, err, ms: performance.now() - started }));
+    if (input !== undefined) child.stdin.end(input);
+  });
+}
+
+function must(res, what) {
+  if (res.code !== 0) throw new Error(`${what} exited ${res.code}: ${(res.err || res.out).slice(-400)}`);
+  return res;
+}
+
+/** How the bare CLI starts a session of its own and resumes it: the same binary, flags and environment cal uses. */
+async function bareCli(provider, env, work, realPath) {
+  if (provider === 'claude-code') {
+    const { launchEnv } = await dist('adapters/claude-code/launch.js');
+    const config = { cwd: work, model: null, systemPrompt: null, mcpConfigPath: null, toolPolicy: 'default' };
+    const cliEnv = launchEnv(env, config);
+    const id = randomUUID();
+    const flags = ['-p', '--output-format', 'stream-json', '--verbose'];
+    return {
+      start: (m) => run([realPath, ...flags, '--session-id', id, '--', m], { env: cliEnv, cwd: work }),
+      resume: (m) => run([realPath, ...flags, '--resume', id, '--', m], { env: cliEnv, cwd: work }),
+    };
+  }
+  if (provider === 'pi') {
+    const file = path.join(work, '..', `bare-${randomUUID()}.jsonl`);
+    const turn = (m) => run([realPath, '--session', file, '-p', m], { env, cwd: work });
+    return { start: turn, resume: turn };
+  }
+  const { codexEnv } = await dist('adapters/codex/binary.js');
+  const { commonOverrides } = await dist('adapters/codex/config.js');
+  const config = { cwd: work, model: null, systemPrompt: null, mcpConfigPath: null, toolPolicy: 'default' };
+  const cliEnv = codexEnv(env, realPath);
+  const common = ['--json', '--skip-git-repo-check', ...commonOverrides(config)];
+  let thread = null;
+  return {
+    async start(m) {
+      const res = await run([realPath, 'exec', ...common, '--', m], { env: cliEnv, cwd: work });
+      thread = /"thread_id":"([^"]+)"/.exec(res.out)?.[1] ?? null;
+      return res;
+    },
+    resume: (m) => run([realPath, 'exec', 'resume', ...common, '--', thread, m], { env: cliEnv, cwd: work }),
+  };
+}
+
+async function bench(provider) {
+  const { startModelServer } = await dist('model/server.js');
+  const { AgentSessions } = await dist('sessions/agent-sessions.js');
+  const { cliAdapter } = await dist('adapters/registry.js');
+  const server = await startModelServer({});
+  const scratch = await fs.mkdtemp(path.join(os.tmpdir(), `cal-bench-structured-${provider}-`));
+  try {
+    const state = path.join(scratch, 'state');
+    const calWork = path.join(scratch, 'cal-work');
+    const bareWork = path.join(scratch, 'bare-work');
+    await fs.mkdir(calWork);
+    await fs.mkdir(bareWork);
+    const base = { ...process.env, PATH: `${path.join(root, 'node_modules', '.bin')}:${process.env.PATH}` };
+    const env = await AgentSessions.scriptedModelEnv(provider, scratch, server.url, base);
+    const pinned = await cliAdapter(provider).resolveCli(undefined, env);
+    const calRun = (args, input) => run([process.execPath, cal, '--state-dir', state, ...args], { env, cwd: calWork, input });
+
+    const started = must(await calRun(['start', '--provider', provider, '--transport', 'structured', '--cwd', calWork, 'Remember the codeword BENCH.']), 'cal start');
+    const handle = /handle: (\S+)/.exec(started.err)[1];
+    const bare = await bareCli(provider, env, bareWork, pinned.realPath);
+    must(await bare.start('Remember the codeword BENCH.'), 'bare start');
+
+    const calMs = [];
+    const bareMs = [];
+    const beforeMs = [];
+    const cliMs = [];
+    const afterMs = [];
+    for (let i = 0; i < TURNS; i++) {
+      const message = `What was the codeword? (${i})`;
+      const b = must(await bare.resume(message), `bare resume ${i}`);
+      if (!b.out.includes('The codeword was BENCH.')) throw new Error(`bare resume ${i} did not recall: ${b.out.slice(-300)}`);
+      bareMs.push(b.ms);
+      const trace = path.join(scratch, 'trace');
+      await fs.rm(trace, { force: true });
+      const started = performance.timeOrigin + performance.now();
+      // BENCH_CPU_PROF=<dir>: a V8 CPU profile of every cal continue (slower: for finding where the time goes).
+      const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : [];
+      const c = must(await run([process.execPath, ...prof, cal, '--state-dir', state, 'continue', handle, message], { env: { ...env, CAL_TRACE_TIMING: trace }, cwd: calWork }), `cal continue ${i}`);
+      if (c.out.trim() !== 'The codeword was BENCH.') throw new Error(`cal continue ${i} answered ${c.out.trim()}`);
+      calMs.push(c.ms);
+      // cal's own share: from its spawn to the CLI's, and from the CLI's exit to its own.
+      const marks = Object.fromEntries((await fs.readFile(trace, 'utf8').catch(() => '')).split('\n').filter(Boolean).map((l) => [l.split(' ')[2], Number(l.split(' ')[0])]));
+      if (marks['structured-spawned'] && marks['structured-exited']) {
+        beforeMs.push(marks['structured-spawned'] - started);
+        cliMs.push(marks['structured-exited'] - marks['structured-spawned']);
+        afterMs.push(started + c.ms - marks['structured-exited']);
+      }
+    }
+    return { provider, version: pinned.version, calMs, bareMs, beforeMs, cliMs, afterMs };
+  } finally {
+    await server.close();
+    await fs.rm(scratch, { recursive: true, force: true });
+  }
+}
+
+const providers = process.argv.slice(2).length ? process.argv.slice(2) : ['claude-code', 'pi', 'codex'];
+const fmt = (xs) => `median ${median(xs).toFixed(0)} ms (min ${Math.min(...xs).toFixed(0)}, max ${Math.max(...xs).toFixed(0)})`;
+let missed = 0;
+for (const provider of providers) {
+  const r = await bench(provider);
+  const ratio = median(r.calMs) / median(r.bareMs);
+  const verdict = ratio <= TARGET ? 'PASS' : 'MISS';
+  if (verdict === 'MISS') missed++;
+  console.log(`${provider} ${r.version}, ${TURNS} resumed turns each, alternating:`);
+  console.log(`  bare CLI resume            ${fmt(r.bareMs)}`);
+  console.log(`  cal continue (structured)  ${fmt(r.calMs)}`);
+  if (r.cliMs.length) {
+    console.log(`    cal before the CLI's spawn  median ${median(r.beforeMs).toFixed(0)} ms`);
+    console.log(`    the CLI under cal           median ${median(r.cliMs).toFixed(0)} ms`);
+    console.log(`    cal after the CLI's exit    median ${median(r.afterMs).toFixed(0)} ms`);
+  }
+  console.log(`  ratio ${ratio.toFixed(2)}x  ${verdict} (target ≤ ${TARGET}x)`);
+}
+process.exitCode = missed ? 1 : 0;

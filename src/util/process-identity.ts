@@ -1,0 +1,36 @@
+import { readFileSync } from 'node:fs';
+
+/**
+ * A process named by pid plus the kernel's start time of that pid, so a pid reused by another
+ * process is not taken for it. Linux /proc; elsewhere the start time is unknown (null) and a
+ * pid alone is trusted.
+ */
+export function processStartTime(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Field 22 (starttime) counted after the ")" that closes the command name.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return fields[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** Whether the kernel tells process start times (Linux /proc): then every record cal writes has one. */
+const startTimesKnown = processStartTime(process.pid) !== null;
+
+export function isProcessAlive(pid: number, startTime: string | null): boolean {
+  // kill(0) and kill(-1) address process groups, and a fraction is no pid: none names a holder.
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  // A record without a start time where cal always writes one was not written by a cal here
+  // (pid 1 with no start time would otherwise hold a lock forever).
+  if (startTime === null && startTimesKnown) return false;
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ESRCH') return false;
+  }
+  if (startTime === null) return true;
+  const now = processStartTime(pid);
+  return now === null ? true : now === startTime;
+}

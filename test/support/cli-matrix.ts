@@ -1,0 +1,45 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { cliBin, pinnedCli, repoRoot } from './clis.js';
+
+/**
+ * The version matrix (cli-matrix.json): releases beyond the pinned devDependencies, installed by
+ * scripts/install-cli-matrix.mjs (and .ci/run) into .tmp/clis/<provider>-<version>.
+ */
+export type MatrixProvider = 'claude-code' | 'codex';
+
+interface MatrixEntry {
+  package: string;
+  bin: string;
+  versions: string[];
+  /** The releases .ci/run certifies (P0): the oldest and the newest. */
+  certify: string[];
+}
+
+export const cliMatrix = JSON.parse(readFileSync(path.join(repoRoot, 'test', 'support', 'cli-matrix.json'), 'utf8')) as Record<MatrixProvider, MatrixEntry>;
+
+const pinnedOf: Record<MatrixProvider, { bin: string; version: string }> = { 'claude-code': pinnedCli.claude, codex: pinnedCli.codex };
+
+/** Every release the matrix certifies for a provider, oldest first, the pinned one included. */
+export function matrixVersions(provider: MatrixProvider): string[] {
+  const all = new Set([...cliMatrix[provider].versions, pinnedOf[provider].version]);
+  return [...all].sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
+}
+
+/** Where a matrix release is installed (the pinned one is the project's own). */
+export function matrixBin(provider: MatrixProvider, version: string): string {
+  if (version === pinnedOf[provider].version) return cliBin(provider === 'claude-code' ? 'claude' : 'codex');
+  return path.join(repoRoot, '.tmp', 'clis', `${provider}-${version}`, 'node_modules', '.bin', cliMatrix[provider].bin);
+}
+
+/** The releases that are installed here (CI installs them all; a checkout may not have). */
+export function installedMatrix(provider: MatrixProvider): { version: string; bin: string }[] {
+  return matrixVersions(provider)
+    .map((version) => ({ version, bin: matrixBin(provider, version) }))
+    .filter((v) => existsSync(v.bin));
+}
+
+/** A line for a skipped release, so a run says what it did not prove. */
+export function missingMatrix(provider: MatrixProvider): string[] {
+  return matrixVersions(provider).filter((v) => !existsSync(matrixBin(provider, v)));
+}

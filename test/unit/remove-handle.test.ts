@@ -1,0 +1,106 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AgentSessions } from '../../src/sessions/agent-sessions.js';
+import { StateStore } from '../../src/state/store.js';
+import { scratchDir } from '../support/cal.js';
+import { kindOf } from '../support/errors.js';
+import { FakeCli, FakeTmux, fakeAdapter } from '../support/fake-engine.js';
+import { removeScratch } from '../support/scratch.js';
+
+/**
+ * Issue 20, item 4: a handle can be removed (its panes ended, its records deleted) and a name
+ * reused on purpose (`start --replace`), never while a turn is in flight unless forced.
+ */
+describe('removing a handle and replacing a name (fake CLI, fake tmux)', () => {
+  let root: string;
+  let store: StateStore;
+  let cli: FakeCli;
+  let tmux: FakeTmux;
+  let sessions: AgentSessions;
+  const env = { PATH: process.env.PATH ?? '' };
+
+  beforeEach(async () => {
+    root = await scratchDir('remove-fake');
+    store = await StateStore.open(path.join(root, 'state'));
+    cli = new FakeCli();
+    tmux = new FakeTmux('/fake/socket', cli);
+    const adapter = fakeAdapter(cli);
+    sessions = new AgentSessions(store, { tmux: () => tmux, adapter: () => adapter });
+  });
+  afterEach(async () => removeScratch(root));
+
+  const start = (message: string, extra: Partial<Parameters<AgentSessions['start']>[0]> = {}) =>
+    sessions.start({ provider: 'claude-code', message, cwd: root, env, timeoutSeconds: 5, ...extra });
+
+  /** The CLI records the message and keeps working on it (no end of turn). */
+  const slowCli = () => {
+    cli.behaviour = (m) => [{ t: 'user', text: m, key: `k-${m}` }];
+  };
+
+  it('remove ends the live pane and deletes the handle, its events and turns; the name is free again', async () => {
+    const { handle } = await start('one', { name: 'nightly' });
+    const pane = tmux.panes[0]!;
+    expect(pane.dead).toBe(false);
+    const removed = await sessions.remove('nightly');
+    expect(removed).toMatchObject({ handle: { id: handle.id, name: 'nightly' }, panesEnded: 1 });
+    expect(pane.dead).toBe(true);
+    for (const file of [store.handleFile(handle.id), store.eventsFile(handle.id), store.turnsDir(handle.id)]) expect(existsSync(file)).toBe(false);
+    expect(await kindOf(sessions.remove('nightly'))).toBe('not_found');
+    expect(await kindOf(sessions.continue({ ref: handle.id, message: 'two', env }))).toBe('not_found');
+    const again = await start('one again', { name: 'nightly' });
+    expect(again.handle.name).toBe('nightly');
+    expect(again.handle.id).not.toBe(handle.id);
+  });
+
+  it('a turn still in flight refuses remove with busy (naming the turn); --force removes it and ends the pane', async () => {
+    const { handle } = await start('one', { name: 'q' });
+    slowCli();
+    expect(await kindOf(sessions.continue({ ref: 'q', message: 'slow', env, timeoutSeconds: 0.3 }))).toBe('timeout');
+    const refused = await sessions.remove('q').catch((e) => e);
+    expect(refused).toMatchObject({ kind: 'busy', exitCode: 5 });
+    expect(refused.message).toMatch(/never settled .*running.*--force/);
+    expect(existsSync(store.handleFile(handle.id))).toBe(true);
+    expect(tmux.panes.some((p) => !p.dead)).toBe(true);
+    const forced = await sessions.remove('q', true);
+    expect(forced.panesEnded).toBe(1);
+    expect(tmux.panes.filter((p) => !p.dead)).toEqual([]);
+    expect(existsSync(store.handleFile(handle.id))).toBe(false);
+  });
+
+  it('a cal holding the handle refuses remove with busy; --force does not wait for it', async () => {
+    const { handle } = await start('one', { name: 'held' });
+    const held = await store.locks.acquire(`handle-${handle.id}`);
+    try {
+      expect(await kindOf(sessions.remove('held'))).toBe('busy');
+      await sessions.remove('held', true);
+      expect(existsSync(store.handleFile(handle.id))).toBe(false);
+    } finally {
+      await held.release();
+    }
+  });
+
+  it('start --replace removes the handle holding the name first; without it the name is refused', async () => {
+    const old = await start('one', { name: 'nightly' });
+    const refused = await start('two', { name: 'nightly' }).catch((e) => e);
+    expect(refused).toMatchObject({ kind: 'usage' });
+    expect(refused.message).toMatch(/--replace/);
+    const oldPane = tmux.panes[0]!;
+    const fresh = await start('two', { name: 'nightly', replace: true });
+    expect(fresh.turn).toMatchObject({ status: 'completed', answer: 'echo: two' });
+    expect(oldPane.dead).toBe(true);
+    expect(existsSync(store.handleFile(old.handle.id))).toBe(false);
+    expect((await store.listHandles()).map((h) => [h.id, h.name])).toEqual([[fresh.handle.id, 'nightly']]);
+  });
+
+  it('start --replace never removes a busy handle, nor a handle whose id equals the name', async () => {
+    const old = await start('one', { name: 'busy' });
+    slowCli();
+    expect(await kindOf(sessions.continue({ ref: 'busy', message: 'slow', env, timeoutSeconds: 0.3 }))).toBe('timeout');
+    cli.behaviour = (m) => [{ t: 'user', text: m, key: 'k' }, { t: 'answer', text: m }, { t: 'end' }];
+    expect(await kindOf(start('two', { name: 'busy', replace: true }))).toBe('busy');
+    expect(existsSync(store.handleFile(old.handle.id))).toBe(true);
+    expect(await kindOf(start('three', { name: old.handle.id, replace: true }))).toBe('usage');
+    expect(existsSync(store.handleFile(old.handle.id))).toBe(true);
+  });
+});
