@@ -19,6 +19,9 @@ export function findExecutable(name: string, cliPath: string | undefined, env: R
   throw new CalError('cli_missing', `${name} was not found ${where}: install it or pass --cli-path`);
 }
 
+/** How an adapter asks its CLI's version (Gemini asks it in a throwaway home: `--version` writes there). */
+export type VersionReader = (executable: string, env: Record<string, string>) => Promise<string>;
+
 /** Runs `<exe> --version` and extracts the first dotted version number. */
 export function readVersion(executable: string, env: Record<string, string>, args = ['--version']): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -50,9 +53,13 @@ function sameIdentity(a: FileIdentity, b: FileIdentity): boolean {
  * Pins an executable: its paths, its version (read once, here) and the identity of its real
  * path, taken before the version is read so a binary replaced meanwhile is not trusted later.
  */
-export async function pinCli(found: { path: string; realPath: string }, env: Record<string, string>): Promise<PinnedCli> {
+export async function pinCli(
+  found: { path: string; realPath: string },
+  env: Record<string, string>,
+  versionOf: VersionReader = readVersion,
+): Promise<PinnedCli> {
   const identity = fileIdentity(found.realPath);
-  const version = await readVersion(found.realPath, env);
+  const version = await versionOf(found.realPath, env);
   return { path: found.path, realPath: found.realPath, version, ...(identity ? { identity } : {}) };
 }
 
@@ -63,7 +70,12 @@ export async function pinCli(found: { path: string; realPath: string }, env: Rec
  * were kept) is asked `--version` again, once. Returns the pin to keep (with the identity of the
  * file as it is now, after such a re-read).
  */
-export async function checkPinned(pinned: PinnedCli, env: Record<string, string>, name: string): Promise<PinnedCli> {
+export async function checkPinned(
+  pinned: PinnedCli,
+  env: Record<string, string>,
+  name: string,
+  versionOf: VersionReader = readVersion,
+): Promise<PinnedCli> {
   const gone = () => new CalError('cli_missing', `${name} ${pinned.version} pinned by this handle is gone from ${pinned.realPath}: reinstall that version or start a new session`);
   try {
     accessSync(pinned.realPath, fsConstants.X_OK);
@@ -73,7 +85,7 @@ export async function checkPinned(pinned: PinnedCli, env: Record<string, string>
   const now = fileIdentity(pinned.realPath);
   if (!now) throw gone();
   if (pinned.identity && sameIdentity(pinned.identity, now)) return pinned;
-  const version = await readVersion(pinned.realPath, env);
+  const version = await versionOf(pinned.realPath, env);
   if (version !== pinned.version) {
     throw new CalError('cli_missing', `${name} at ${pinned.realPath} is now version ${version}, but this handle is pinned to ${pinned.version}: reinstall ${pinned.version} or start a new session`);
   }

@@ -164,6 +164,11 @@ export interface CliAdapter {
    * `versions`: a release below the floor is `cli_unsupported`, thrown before anything runs.
    */
   resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli>;
+  /**
+   * Asks the CLI at this path its version when a pinned file has changed since its handle was
+   * pinned; absent: `<exe> --version` in the given environment.
+   */
+  readVersion?(executable: string, env: Record<string, string>): Promise<string>;
   /** Pre-answer startup dialogs for this working directory (trust, onboarding, …). */
   prepare(env: Record<string, string>, config: SessionConfig): Promise<void>;
   launch(req: LaunchRequest): LaunchPlan;

@@ -113,7 +113,7 @@ export async function runProviderTurn(req: TurnRequest): Promise<EngineResult> {
         );
       }
       if (route.mode === 'resume') {
-        handle = { ...handle, cli: await checkPinned(handle.cli as PinnedCli, req.env, req.adapter.executable) };
+        handle = { ...handle, cli: await checkPinned(handle.cli as PinnedCli, req.env, req.adapter.executable, req.adapter.readVersion) };
         await req.adapter.prepare(req.env, req.config);
         await req.hooks.emit('resuming', { nativeSessionId: handle.nativeSessionId });
       } else {

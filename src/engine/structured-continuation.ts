@@ -22,7 +22,7 @@ export async function runStructuredTurn(req: TurnRequest, text: string): Promise
   let cli = handle.cli as PinnedCli;
   const mode = handle.nativeSessionId ? 'resume' : 'fresh';
   if (mode === 'resume') {
-    cli = await checkPinned(cli, req.env, adapter.executable);
+    cli = await checkPinned(cli, req.env, adapter.executable, adapter.readVersion);
     await hooks.emit('resuming', { nativeSessionId: handle.nativeSessionId });
   }
   await adapter.prepare(req.env, req.config);

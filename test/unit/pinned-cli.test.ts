@@ -65,6 +65,19 @@ describe('pinning a CLI by file identity', () => {
     expect(versionRuns()).toBe(2);
   });
 
+  it("an adapter's own version reader is used both at pin time and for a changed file (Gemini asks in a throwaway home)", async () => {
+    const asked: Array<Record<string, string>> = [];
+    const versionOf = async (_exe: string, e: Record<string, string>) => {
+      asked.push(e);
+      return '1.2.3';
+    };
+    const pinned = await pinCli({ path: exe, realPath: exe }, env(), versionOf);
+    writeCli(exe, '1.2.3', 'rebuilt');
+    await checkPinned(pinned, env(), 'fake', versionOf);
+    expect(asked).toHaveLength(2);
+    expect(versionRuns()).toBe(0);
+  });
+
   it('only the mtime changed: read once again', async () => {
     const pinned = await pinCli({ path: exe, realPath: exe }, env());
     utimesSync(exe, new Date('2020-01-01'), new Date('2020-01-01'));

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { CalError } from '../../errors.js';
 import type { PinnedCli, ToolPolicy } from '../../handles/schema.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
-import { findExecutable, pinCli } from '../resolve.js';
+import { findExecutable, pinCli, readVersion } from '../resolve.js';
 import { pinSupported, type SupportedVersions } from '../versions.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, StructuredRunRequest, StructuredTurnResult, TranscriptBinding } from '../types.js';
 import { headlessArgv, runHeadlessTurn } from './headless.js';
@@ -59,6 +59,21 @@ const geminiEnv = {
 export const geminiVersions: SupportedVersions = { floor: '0.61.0', certified: '0.61.0' };
 
 /** cal's tool policies as Gemini approval modes. */
+/**
+ * Measured on 0.61.0: even `gemini --version` starts writing `projects.json` in its home and exits
+ * before the rename, leaving `projects.json.<uuid>.tmp` files behind. So it is asked in a
+ * throwaway home, never the user's, both when a session pins the CLI and when a pinned file has
+ * changed since.
+ */
+async function readGeminiVersion(executable: string, env: Record<string, string>): Promise<string> {
+  const probeHome = await fs.mkdtemp(path.join(os.tmpdir(), 'cal-gemini-version-'));
+  try {
+    return await readVersion(executable, { ...env, ...geminiEnv, GEMINI_CLI_HOME: probeHome });
+  } finally {
+    await fs.rm(probeHome, { recursive: true, force: true });
+  }
+}
+
 const APPROVAL_MODES: Record<string, string | null> = {
   default: null,
   'read-only': 'plan',
@@ -194,16 +209,10 @@ export const geminiAdapter: CliAdapter = {
 
   async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
     const found = findExecutable('gemini', cliPath, env);
-    // Measured on 0.61.0: even `gemini --version` starts writing `projects.json` in its home and
-    // exits before the rename, leaving `projects.json.<uuid>.tmp` files behind. So it is asked in
-    // a throwaway home, never the user's.
-    const probeHome = await fs.mkdtemp(path.join(os.tmpdir(), 'cal-gemini-version-'));
-    try {
-      return pinSupported('Gemini CLI', await pinCli(found, { ...env, ...geminiEnv, GEMINI_CLI_HOME: probeHome }), geminiVersions);
-    } finally {
-      await fs.rm(probeHome, { recursive: true, force: true });
-    }
+    return pinSupported('Gemini CLI', await pinCli(found, env, readGeminiVersion), geminiVersions);
   },
+
+  readVersion: readGeminiVersion,
 
   async prepare(env: Record<string, string>, config: SessionConfig): Promise<void> {
     if (!(config.toolPolicy in APPROVAL_MODES)) {
