@@ -41,6 +41,7 @@ export type {
   Sessions,
   StartOptions,
   ToolActivity,
+  ToolPolicy,
   Transport,
   Turn,
   TurnCallOptions,

@@ -15,6 +15,7 @@ import {
   exitCodes,
   openSessions,
   providerNames,
+  toolPolicies,
   type AskOptions,
   type CalErrorDetails,
   type CalEvent,
@@ -48,6 +49,7 @@ import {
   type Sessions,
   type StartOptions,
   type ToolActivity,
+  type ToolPolicy,
   type Transport,
   type Turn,
   type TurnCallOptions,
@@ -64,6 +66,7 @@ function need(name: string): string {
 
 const provider: ProviderName = 'claude-code';
 const transport: Transport = 'tmux';
+const toolPolicy: ToolPolicy = toolPolicies[0];
 const open: OpenOptions = { stateDir: need('LIB_STATE'), env: process.env };
 const sessions: Sessions = await openSessions(open);
 
@@ -76,7 +79,7 @@ const callbacks: TurnCallOptions = {
 };
 
 // 1. Start a session.
-const startOptions: StartOptions = { ...callbacks, provider, transport, message: 'Remember the codeword TANGO.', cwd: need('LIB_CWD'), cliPath: need('LIB_CLI_PATH') };
+const startOptions: StartOptions = { ...callbacks, provider, transport, message: 'Remember the codeword TANGO.', toolPolicy, cwd: need('LIB_CWD'), cliPath: need('LIB_CLI_PATH') };
 const first: TurnResult = await sessions.start(startOptions);
 const handle: Handle = first.handle;
 const ref: HandleRef = handle;
@@ -173,6 +176,7 @@ process.stdout.write(
     deepImport,
     knownEvents: eventKinds.length,
     providers: providerNames.length,
+    toolPolicies: toolPolicies.length,
     staleExit: exitCodes.stale_handle,
   }) + '\n',
 );
