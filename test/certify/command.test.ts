@@ -26,13 +26,14 @@ describe('cal certify: usage and typed errors', () => {
     expect(run.stdout).toBe('');
   });
 
-  it('an API provider has no CLI to certify (non_applicable, 8); a CLI without an adapter is a usage error', async () => {
+  it('an API provider has no CLI to certify (non_applicable, 8); a provider cal does not know is a usage error', async () => {
     const api = await runCertify(state, ['--provider', 'anthropic', '--json']);
     expect(api.code).toBe(8);
     expect(api.json.error.kind).toBe('non_applicable');
-    const gemini = await runCertify(state, ['--provider', 'gemini']);
-    expect(gemini.code).toBe(2);
-    expect(gemini.stderr).toMatch(/provider gemini has no adapter/);
+    // Every name --provider accepts has an adapter now (Gemini included), so the unknown case is a name.
+    const unknown = await runCertify(state, ['--provider', 'nosuchcli']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr.trim()).toMatch(/^cal: usage: .*'nosuchcli' is invalid\. Allowed choices are claude-code, codex, gemini, pi, cursor, agy/);
   });
 
   it('a missing executable is cli_missing (13); a bad tuning variable is usage (2)', async () => {

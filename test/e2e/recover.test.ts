@@ -78,9 +78,11 @@ describe('durable turns and cal recover', () => {
     expect(timesSeen(message)).toBe(1);
   });
 
+  // The model's 8 s delay keeps the CLI busy through the kill, the dry run and recover's start on a
+  // loaded machine (at 2.5 s a loaded CI saw the turn already in the transcript: settled, not waited).
   it('killed after the paste, before the end of the turn: recover waits for the CLI, sends nothing', async () => {
     const h = await startSession('BRAVO');
-    const message = 'What was the codeword? [[cal:delay=2500]]';
+    const message = 'What was the codeword? [[cal:delay=8000]]';
     const run = spawnCal(['continue', h, message]);
     await until(async () => (await lastTurn(h))?.status === 'running', 'the turn to run');
     await kill9(run.child);
@@ -90,7 +92,7 @@ describe('durable turns and cal recover', () => {
     const rec = await cal(['recover', '--json']);
     expect(rec.code, rec.stdout + rec.stderr).toBe(0);
     expect(rec.json.turns.find((t: any) => t.handle === h)).toMatchObject({ before: 'running', action: 'waited_for_cli', status: 'completed', answer: 'The codeword was BRAVO.' });
-    expect(timesSeen('What was the codeword? [[cal:delay=2500]]')).toBe(1);
+    expect(timesSeen('What was the codeword? [[cal:delay=8000]]')).toBe(1);
     // Already settled: a second recover finds nothing to do.
     const again = await cal(['recover', '--json']);
     expect(again.json.turns.filter((t: any) => t.handle === h)).toEqual([]);
@@ -138,7 +140,7 @@ describe('durable turns and cal recover', () => {
 
   it('killed while waiting for the lock: recover delivers the message once the lock frees', async () => {
     const h = await startSession('DELTA');
-    const holder = cal(['continue', h, 'Slow holder [[cal:delay=2500]]']);
+    const holder = cal(['continue', h, 'Slow holder [[cal:delay=8000]]']);
     await until(async () => (await lastTurn(h))?.status === 'running', 'the holder to run');
     const message = 'What was the codeword? (killed while waiting)';
     const waiter = spawnCal(['continue', h, '--wait', message]);
