@@ -7,6 +7,9 @@ import type { TmuxControl, TmuxFactory } from '../../src/engine/tmux-control.js'
 import type { EngineHooks, PaneChange, ProviderEvent, TurnRequest } from '../../src/engine/types.js';
 import type { ProviderHandle } from '../../src/handles/schema.js';
 import type { PaneInfo, PaneSpec, PaneState } from '../../src/tmux/tmux.js';
+import { AgentSessions } from '../../src/sessions/agent-sessions.js';
+import { StateStore } from '../../src/state/store.js';
+import { scratchDir } from './cal.js';
 
 /**
  * A fake tmux and a fake CLI adapter, so the engine's §4 decision and §5 turn endings run with
@@ -350,4 +353,18 @@ export function fakeWorld(opts: FakeAdapterOptions = {}) {
     ...patch,
   });
   return { cli, tmux, adapter, hooks, request };
+}
+
+/**
+ * The agent-session layer over a fake CLI and a fake tmux, in a scratch folder with its own state
+ * directory (no binaries). The caller removes `root` (removeScratch) when done.
+ */
+export async function fakeSessions(prefix: string) {
+  const root = await scratchDir(prefix);
+  const store = await StateStore.open(path.join(root, 'state'));
+  const cli = new FakeCli();
+  const tmux = new FakeTmux('/fake/socket', cli);
+  const adapter = fakeAdapter(cli);
+  const sessions = new AgentSessions(store, { tmux: () => tmux, adapter: () => adapter });
+  return { root, store, cli, tmux, adapter, sessions };
 }

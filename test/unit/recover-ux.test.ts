@@ -1,12 +1,11 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { AgentSessions } from '../../src/sessions/agent-sessions.js';
-import { StateStore } from '../../src/state/store.js';
+import type { AgentSessions } from '../../src/sessions/agent-sessions.js';
+import type { StateStore } from '../../src/state/store.js';
 import type { TurnRecord } from '../../src/state/turns.js';
-import { scratchDir } from '../support/cal.js';
 import { kindOf } from '../support/errors.js';
-import { FakeCli, FakeTmux, fakeAdapter } from '../support/fake-engine.js';
+import { type FakeCli, type FakeTmux, fakeSessions } from '../support/fake-engine.js';
 import { removeScratch } from '../support/scratch.js';
 
 /**
@@ -24,12 +23,7 @@ describe('recover: planned outcomes and lost turns (fake CLI, fake tmux)', () =>
   const env = { PATH: process.env.PATH ?? '' };
 
   beforeEach(async () => {
-    root = await scratchDir('recover-ux');
-    store = await StateStore.open(path.join(root, 'state'));
-    cli = new FakeCli();
-    tmux = new FakeTmux('/fake/socket', cli);
-    const adapter = fakeAdapter(cli);
-    sessions = new AgentSessions(store, { tmux: () => tmux, adapter: () => adapter });
+    ({ root, store, cli, tmux, sessions } = await fakeSessions('recover-ux'));
   });
   afterEach(async () => removeScratch(root));
 

@@ -1,11 +1,9 @@
 import { existsSync } from 'node:fs';
-import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { AgentSessions } from '../../src/sessions/agent-sessions.js';
-import { StateStore } from '../../src/state/store.js';
-import { scratchDir } from '../support/cal.js';
+import type { AgentSessions } from '../../src/sessions/agent-sessions.js';
+import type { StateStore } from '../../src/state/store.js';
 import { kindOf } from '../support/errors.js';
-import { FakeCli, FakeTmux, fakeAdapter } from '../support/fake-engine.js';
+import { type FakeCli, type FakeTmux, fakeSessions } from '../support/fake-engine.js';
 import { removeScratch } from '../support/scratch.js';
 
 /**
@@ -21,12 +19,7 @@ describe('removing a handle and replacing a name (fake CLI, fake tmux)', () => {
   const env = { PATH: process.env.PATH ?? '' };
 
   beforeEach(async () => {
-    root = await scratchDir('remove-fake');
-    store = await StateStore.open(path.join(root, 'state'));
-    cli = new FakeCli();
-    tmux = new FakeTmux('/fake/socket', cli);
-    const adapter = fakeAdapter(cli);
-    sessions = new AgentSessions(store, { tmux: () => tmux, adapter: () => adapter });
+    ({ root, store, cli, tmux, sessions } = await fakeSessions('remove-fake'));
   });
   afterEach(async () => removeScratch(root));
 

@@ -4,12 +4,11 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CalError } from '../../src/errors.js';
 import { AgentSessions } from '../../src/sessions/agent-sessions.js';
 import { processStartTime } from '../../src/state/lock.js';
-import { StateStore } from '../../src/state/store.js';
+import type { StateStore } from '../../src/state/store.js';
 import type { StructuredRunRequest, StructuredTurnResult } from '../../src/adapters/types.js';
 import type { TurnRecord } from '../../src/state/turns.js';
-import { scratchDir } from '../support/cal.js';
 import { kindOf } from '../support/errors.js';
-import { FakeCli, FakeTmux, fakeAdapter } from '../support/fake-engine.js';
+import { type FakeCli, type FakeTmux, fakeAdapter, fakeSessions } from '../support/fake-engine.js';
 import { removeScratch } from '../support/scratch.js';
 
 /**
@@ -29,12 +28,7 @@ describe('agent sessions with a fake CLI', () => {
   const env = { PATH: process.env.PATH ?? '' };
 
   beforeEach(async () => {
-    root = await scratchDir('sessions-fake');
-    store = await StateStore.open(path.join(root, 'state'));
-    cli = new FakeCli();
-    tmux = new FakeTmux('/fake/socket', cli);
-    const adapter = fakeAdapter(cli);
-    sessions = new AgentSessions(store, { tmux: () => tmux, adapter: () => adapter });
+    ({ root, store, cli, tmux, sessions } = await fakeSessions('sessions-fake'));
   });
   afterEach(async () => removeScratch(root));
 
