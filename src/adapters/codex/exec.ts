@@ -6,6 +6,7 @@ import { runProcess } from '../run-process.js';
 import { commonOverrides } from './config.js';
 import { codexEnv } from './binary.js';
 import { codexHome, findRolloutById } from './sessions.js';
+import { parseJsonLines } from '../json-lines.js';
 
 /**
  * Structured transport: one `codex exec --json` process per turn, `codex exec resume --json <id>`
@@ -72,21 +73,9 @@ export function parseExecStream(stdout: string): ExecStream {
       out.tools.push(tool);
     }
   };
-  for (const line of stdout.split('\n')) {
-    if (!line.trim()) continue;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      out.unknownEvents++;
-      continue;
-    }
-    const ev = ExecEvent.safeParse(value);
-    if (!ev.success) {
-      out.unknownEvents++;
-      continue;
-    }
-    const e = ev.data;
+  const { events, unknown } = parseJsonLines(stdout, ExecEvent);
+  out.unknownEvents = unknown;
+  for (const e of events) {
     switch (e.type) {
       case 'thread.started':
         out.threadId = e.thread_id;

@@ -3,6 +3,7 @@ import { CalError } from '../../errors.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
 import type { LaunchRequest, StructuredRunRequest, StructuredTurnResult } from '../types.js';
 import { toolFromCall } from './transcript.js';
+import { parseJsonLines } from '../json-lines.js';
 
 /**
  * Structured transport: one headless `gemini -p … -o stream-json` process per turn, with
@@ -50,21 +51,9 @@ export function parseHeadlessStream(stdout: string): HeadlessStream {
   const calls = new Map<string, { name: string; args: unknown; status?: string; output?: string }>();
   const order: string[] = [];
   let text = '';
-  for (const line of stdout.split('\n')) {
-    if (!line.trim()) continue;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      out.unknownEvents++;
-      continue;
-    }
-    const ev = StreamEvent.safeParse(value);
-    if (!ev.success) {
-      out.unknownEvents++;
-      continue;
-    }
-    const e = ev.data;
+  const { events, unknown } = parseJsonLines(stdout, StreamEvent);
+  out.unknownEvents = unknown;
+  for (const e of events) {
     switch (e.type) {
       case 'init':
         out.sessionId = e.session_id;
