@@ -33,7 +33,7 @@ const runsCommand: Record<string, (typed: string) => boolean> = {
   'claude-code': (typed) => /^\//.test(typed.replace(INVISIBLE_OR_BLANK, '')) || /^[!#]/.test(typed),
   pi: (typed) => /^[!/]/.test(typed.trimStart()),
   codex: (typed) => /^\s*[!/]/.test(typed) && !/^ [!/]/.test(typed),
-  gemini: (typed) => /^\s*\/(?![/*])/.test(typed) || /^!/.test(typed),
+  gemini: (typed) => /^[\s\p{Default_Ignorable_Code_Point}\p{Cf}]*\/(?![/*])/u.test(typed) || /^!/.test(typed),
 };
 
 function adapterFor(name: string): CliAdapter {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { findTranscript, geminiAdapter, sessionFiles } from '../../src/adapters/gemini/index.js';
 import { parseSettings } from '../../src/adapters/gemini/home.js';
-import { GeminiTurnObserver, classifyRecord, shellOutput, toolFromCall } from '../../src/adapters/gemini/transcript.js';
+import { GeminiTurnObserver, classifyRecord, normaliseForMatch, shellOutput, toolFromCall } from '../../src/adapters/gemini/transcript.js';
 import { ended, feedFixture, fixtureRecords, fixtureText } from '../support/fixtures.js';
 
 /** Observer tests over session files recorded from the real Gemini CLI 0.61.0. */
@@ -201,5 +201,17 @@ describe('Gemini adapter', () => {
     } finally {
       await fs.rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('matching a message to its Gemini record', () => {
+  it('drops invisible format characters on both sides (a message starting with U+200B reached the model without it on 0.61.0)', () => {
+    expect(normaliseForMatch('\u200b!touch x')).toBe(normaliseForMatch('!touch x'));
+    expect(normaliseForMatch('mid\ufeffdle \u2060word\r\n')).toBe('middle word');
+  });
+
+  it("refuses a '/' behind blanks or invisible characters: Gemini strips them and runs the slash command", () => {
+    for (const m of ['/about', ' /about', '\u200b/about', '\ufeff\t/about']) expect(geminiAdapter.refuseMessage?.(m)).toMatch(/slash command/);
+    for (const m of ['// comment', '/* c */', 'see /about', '\u200b!touch x']) expect(geminiAdapter.refuseMessage?.(m)).toBeNull();
   });
 });

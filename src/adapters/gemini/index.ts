@@ -265,7 +265,8 @@ export const geminiAdapter: CliAdapter = {
     // Gemini trims the input, then runs a leading '/' (but not '//' or '/*') as a slash command
     // (measured on 0.61.0: ' /about' ran /about). A space does not keep it text, and cal does
     // not slip an invisible character into the user's words, so such a message is refused.
-    return /^\s*\/(?![/*])/.test(message) ? 'Gemini CLI runs a message that starts with "/" as a slash command; put text before the "/"' : null;
+    // It drops invisible format characters first (measured: '\u200b/about' ran /about too).
+    return /^[\s\p{Default_Ignorable_Code_Point}\p{Cf}]*\/(?![/*])/u.test(message) ? 'Gemini CLI runs a message that starts with "/" as a slash command; put text before the "/"' : null;
   },
 
   structured: {

@@ -83,7 +83,13 @@ export function contentText(content: string | Array<Record<string, unknown>>): s
 
 /** The text as the TUI stores it: CR/CRLF become LF, no surrounding blank space. */
 export function normaliseForMatch(text: string): string {
-  return text.replace(/\r\n?/g, '\n').trim();
+  // Invisible format characters (U+200B, U+FEFF, …) are dropped on both sides of a match: a
+  // message that starts with one reached the model without it and cal never found its record
+  // (measured on 0.61.0: the turn ran, cal timed out).
+  return text
+    .replace(/\r\n?/g, '\n')
+    .replace(/[\p{Default_Ignorable_Code_Point}\p{Cf}]/gu, '')
+    .trim();
 }
 
 /** The message Gemini CLI records when Escape cancels a running request. */
