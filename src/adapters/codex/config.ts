@@ -1,9 +1,10 @@
-import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { CalError } from '../../errors.js';
 import type { ToolPolicy } from '../../handles/schema.js';
 import type { SessionConfig } from '../types.js';
+import { readMcpServers } from '../mcp-config-file.js';
 
 /**
  * cal's Codex settings, all as `-c key=value` overrides on the command line (the value is TOML).
@@ -61,41 +62,16 @@ function safeRealpath(dir: string): string {
 }
 
 /**
- * Claude-style MCP config (`{"mcpServers": {name: {...}}}`), the format `--mcp-config` takes.
  * `default_tools_approval_mode` is Codex's own per-server key ("approve": its tools run without
  * an "Allow tool?" prompt, which would stall a pane nobody watches): kept when the file has it.
  */
 const codexServerKeys = { default_tools_approval_mode: z.string().optional() };
-const McpServer = z.union([
-  z.object({
-    type: z.literal('stdio').optional(),
-    command: z.string(),
-    args: z.array(z.string()).optional(),
-    env: z.record(z.string(), z.string()).optional(),
-    cwd: z.string().optional(),
-    ...codexServerKeys,
-  }),
-  z.object({
-    type: z.enum(['http', 'streamable-http', 'sse']).optional(),
-    url: z.string(),
-    headers: z.record(z.string(), z.string()).optional(),
-    ...codexServerKeys,
-  }),
-]);
-const McpConfigFile = z.object({ mcpServers: z.record(z.string(), McpServer) });
 
 /** `--mcp-config F` as Codex overrides: one `mcp_servers.<name>={…}` per server. */
 export function mcpOverrides(file: string): string[] {
-  let parsed: z.infer<typeof McpConfigFile>;
-  try {
-    const result = McpConfigFile.safeParse(JSON.parse(readFileSync(file, 'utf8')));
-    if (!result.success) throw new Error(result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
-    parsed = result.data;
-  } catch (err) {
-    throw new CalError('usage', `--mcp-config ${file} is not an MCP config Codex can use ({"mcpServers": {...}}): ${(err as Error).message}`);
-  }
+  const servers = readMcpServers(file, 'Codex', codexServerKeys);
   const out: string[] = [];
-  for (const [name, server] of Object.entries(parsed.mcpServers)) {
+  for (const [name, server] of Object.entries(servers)) {
     if (!/^[A-Za-z0-9_-]+$/.test(name)) throw new CalError('usage', `MCP server name ${JSON.stringify(name)} in ${file}: Codex takes letters, digits, '_' and '-' only`);
     const table: Record<string, unknown> =
       'command' in server

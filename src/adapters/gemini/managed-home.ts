@@ -1,9 +1,9 @@
 import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
 import { CalError } from '../../errors.js';
 import type { SessionConfig } from '../types.js';
 import { geminiDir, parseSettings } from './home.js';
+import { readMcpServers } from '../mcp-config-file.js';
 
 /**
  * The Gemini home cal owns for one session (measured on 0.61.0; research:
@@ -43,39 +43,15 @@ const USER_ENTRIES = [
   'keybindings.json',
 ];
 
-/** Claude-style MCP config (`{"mcpServers": {name: {...}}}`), the format `--mcp-config` takes. */
-const McpServer = z.union([
-  z.object({
-    type: z.literal('stdio').optional(),
-    command: z.string(),
-    args: z.array(z.string()).optional(),
-    env: z.record(z.string(), z.string()).optional(),
-    cwd: z.string().optional(),
-  }),
-  z.object({
-    type: z.enum(['http', 'streamable-http', 'sse']).optional(),
-    url: z.string(),
-    headers: z.record(z.string(), z.string()).optional(),
-  }),
-]);
-const McpConfigFile = z.object({ mcpServers: z.record(z.string(), McpServer) });
-
 /**
  * `--mcp-config F` as Gemini `mcpServers` entries, each with `trust: true`: a server the user
  * named for this session needs no confirmation per call (and headless runs leave out tools that
  * would ask).
  */
 export function geminiMcpServers(file: string): Record<string, Record<string, unknown>> {
-  let parsed: z.infer<typeof McpConfigFile>;
-  try {
-    const result = McpConfigFile.safeParse(JSON.parse(readFileSync(file, 'utf8')));
-    if (!result.success) throw new Error(result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
-    parsed = result.data;
-  } catch (err) {
-    throw new CalError('usage', `--mcp-config ${file} is not an MCP config Gemini CLI can use ({"mcpServers": {...}}): ${(err as Error).message}`);
-  }
+  const servers = readMcpServers(file, 'Gemini CLI');
   const out: Record<string, Record<string, unknown>> = {};
-  for (const [name, server] of Object.entries(parsed.mcpServers)) {
+  for (const [name, server] of Object.entries(servers)) {
     if ('command' in server) {
       out[name] = { command: server.command, args: server.args ?? [], ...(server.env ? { env: server.env } : {}), ...(server.cwd ? { cwd: server.cwd } : {}), trust: true };
     } else {
