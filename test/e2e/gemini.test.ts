@@ -6,7 +6,7 @@ import { MANAGED_HOME_MARKER } from '../../src/adapters/claude-code/home.js';
 import { mcpProbeSource } from '../../src/certify/mcp-probe.js';
 import { processesMarkedBy } from '../../src/certify/processes.js';
 import { processRunning, processesTagged } from '../../src/util/tagged-processes.js';
-import { eventsOf, runCal } from '../support/cal.js';
+import { eventsOf, runCal, type CalRun } from '../support/cal.js';
 import { cliSuite, pinnedVersion, type CliSuite } from '../support/cli-suite.js';
 
 /**
@@ -19,6 +19,23 @@ import { cliSuite, pinnedVersion, type CliSuite } from '../support/cli-suite.js'
  * per session, never in this one, whose settings file must stay byte for byte as it was).
  */
 const TIMEOUT = ['--timeout', '90'];
+
+/**
+ * A persistent HTTP 500 on either transport: turn_failed (10) with Gemini's own error within 60 s,
+ * bounded by cal's cap on attempts (three requests, not Gemini's ten, nor an endless retry).
+ */
+async function expectBounded500(cal: (args: string[]) => Promise<CalRun>, server: CliSuite['server'], handle: string): Promise<void> {
+  server.clearLog();
+  const started = Date.now();
+  const run = await cal(['continue', handle, '--json', ...TIMEOUT, 'This one fails [[cal:http=500]]']);
+  const took = Date.now() - started;
+  expect(run.code, run.stderr).toBe(10);
+  expect(run.json.turn).toMatchObject({ status: 'failed', answer: null });
+  expect(run.json.error.kind).toBe('turn_failed');
+  expect(run.json.error.message).toMatch(/API Error: .*"code":500.*Mock internal server error/);
+  expect(took).toBeLessThan(60_000);
+  expect(server.turnRequests().filter((r) => r.lastUserMessage === 'This one fails [[cal:http=500]]')).toHaveLength(3);
+}
 const USER_SETTINGS = `{
   // the user's own settings: cal reads them and never writes them
   "security": { "auth": { "selectedType": "gemini-api-key" } },
@@ -187,17 +204,7 @@ describe('Gemini CLI in tmux, end to end', () => {
   });
 
   it('a persistent HTTP 500 is turn_failed (10) with the CLI’s own error within 60 s; the session goes on', async () => {
-    server.clearLog();
-    const started = Date.now();
-    const run = await cal(['continue', handle, '--json', ...TIMEOUT, 'This one fails [[cal:http=500]]']);
-    const took = Date.now() - started;
-    expect(run.code, run.stderr).toBe(10);
-    expect(run.json.turn).toMatchObject({ status: 'failed', answer: null });
-    expect(run.json.error.kind).toBe('turn_failed');
-    expect(run.json.error.message).toMatch(/API Error: .*"code":500.*Mock internal server error/);
-    expect(took).toBeLessThan(60_000);
-    // Bounded by cal's cap on attempts: three requests, not Gemini's ten (or an endless retry).
-    expect(server.turnRequests().filter((r) => r.lastUserMessage === 'This one fails [[cal:http=500]]')).toHaveLength(3);
+    await expectBounded500(cal, server, handle);
     const ok = await cal(['continue', handle, ...TIMEOUT, 'What was the codeword?']);
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout.trim()).toBe('The codeword was KIWI.');
@@ -273,14 +280,7 @@ describe('Gemini CLI through the structured (headless) transport, end to end', (
   });
 
   it('a persistent HTTP 500 is turn_failed (10) with the CLI’s own error within 60 s; the session goes on', async () => {
-    server.clearLog();
-    const started = Date.now();
-    const run = await cal(['continue', handle, '--json', ...TIMEOUT, 'This one fails [[cal:http=500]]']);
-    const took = Date.now() - started;
-    expect(run.code, run.stderr).toBe(10);
-    expect(run.json.turn).toMatchObject({ status: 'failed', answer: null });
-    expect(run.json.error.message).toMatch(/API Error: .*"code":500.*Mock internal server error/);
-    expect(took).toBeLessThan(60_000);
+    await expectBounded500(cal, server, handle);
     expect(server.turnRequests()).toHaveLength(3);
     const ok = await cal(['continue', handle, '--json', ...TIMEOUT, 'What was the codeword?']);
     expect(ok.code, ok.stderr).toBe(0);
