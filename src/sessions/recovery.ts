@@ -56,18 +56,14 @@ export async function recover(ctx: SessionContext, req: RecoverRequest): Promise
   return items;
 }
 
+/** What recover reports of one turn: where it stood before, what recover did, where it is now. */
+function recoverItem(handle: string, before: TurnRecord['status'], action: RecoverAction, turn: TurnRecord, error?: string): RecoverItem {
+  return { handle, turn: turn.id, message: turn.message, before, action, status: turn.status, answer: turn.answer, ...(error ? { error } : {}) };
+}
+
 /** Sends a lost last turn's message again as a new turn (under the handle's lock). */
 async function retryLostTurn(ctx: SessionContext, handleId: string, lost: TurnRecord, req: RecoverRequest): Promise<RecoverItem> {
-  const item = (action: RecoverAction, turn: TurnRecord, error?: string): RecoverItem => ({
-    handle: handleId,
-    turn: turn.id,
-    message: turn.message,
-    before: lost.status,
-    action,
-    status: turn.status,
-    answer: turn.answer,
-    ...(error ? { error } : {}),
-  });
+  const item = (action: RecoverAction, turn: TurnRecord, error?: string) => recoverItem(handleId, lost.status, action, turn, error);
   let lock: HeldLock;
   try {
     lock = await ctx.store.locks.acquire(handleLockName(handleId));
@@ -93,16 +89,7 @@ async function retryLostTurn(ctx: SessionContext, handleId: string, lost: TurnRe
 async function recoverTurn(ctx: SessionContext, handleId: string, stale: TurnRecord, req: RecoverRequest, pass: 'settle_only'): Promise<RecoverItem | null>;
 async function recoverTurn(ctx: SessionContext, handleId: string, stale: TurnRecord, req: RecoverRequest, pass: 'all'): Promise<RecoverItem>;
 async function recoverTurn(ctx: SessionContext, handleId: string, stale: TurnRecord, req: RecoverRequest, pass: 'settle_only' | 'all'): Promise<RecoverItem | null> {
-  const item = (action: RecoverAction, turn: TurnRecord, error?: string): RecoverItem => ({
-    handle: handleId,
-    turn: turn.id,
-    message: turn.message,
-    before: stale.status,
-    action,
-    status: turn.status,
-    answer: turn.answer,
-    ...(error ? { error } : {}),
-  });
+  const item = (action: RecoverAction, turn: TurnRecord, error?: string) => recoverItem(handleId, stale.status, action, turn, error);
   let lock: HeldLock;
   try {
     // Another cal (a live continuation or a second recover) holding the handle owns its turns.
