@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import Module, { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,7 +14,9 @@ import vm from 'node:vm';
  * A cache entry is named by the chunk's name, size and modification time (a rebuilt chunk gets
  * a new entry; V8 itself checks only the source length and its own version and flags), in a
  * folder per V8 version, architecture and installed cal (its chunks' folder); entries whose chunk
- * is gone (an earlier build) are removed when new ones are written. Anything that goes wrong here (no home, a read-only
+ * is gone (an earlier build) are removed when new ones are written. A cache entry is code cal
+ * runs, so the cache is used only as the state directory is: a folder of this user's, 0700, not
+ * a symlink, and entries that are this user's plain files (never followed through a link). Anything that goes wrong here (no home, a read-only
  * cache, a rejected entry) only means the chunk is compiled as without a cache. CAL_COMPILE_CACHE=0
  * turns it off.
  */
@@ -52,12 +54,34 @@ function entryFor(dir: string, file: string): string | null {
   }
 }
 
+/** Whether a path is this user's own: not a symlink, not writable by group or others. */
+function ownedPrivately(st: { uid: number; mode: number }): boolean {
+  const uid = process.getuid?.();
+  return (uid === undefined || st.uid === uid) && (st.mode & 0o022) === 0;
+}
+
+/** The folder holds a cache cal may use: missing (it will be created 0700) or this user's, 0700. */
+function usableDir(dir: string): boolean {
+  try {
+    const st = lstatSync(dir);
+    return st.isDirectory() && ownedPrivately(st) && (st.mode & 0o077) === 0;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT';
+  }
+}
+
 function readEntry(entry: string | null): Buffer | undefined {
   if (entry === null) return undefined;
+  let fd: number | null = null;
   try {
-    return readFileSync(entry);
+    fd = openSync(entry, constants.O_RDONLY | constants.O_NOFOLLOW);
+    const st = fstatSync(fd);
+    if (!st.isFile() || !ownedPrivately(st)) return undefined;
+    return readFileSync(fd);
   } catch {
     return undefined;
+  } finally {
+    if (fd !== null) closeSync(fd);
   }
 }
 
@@ -91,9 +115,9 @@ function writeEntries(dir: string, chunks: string, compiled: CompiledChunk[]): v
  */
 export function requireWithCompileCache<T>(entry: string, env: NodeJS.ProcessEnv = process.env): T {
   const require = createRequire(entry);
-  if (env.CAL_COMPILE_CACHE === '0') return require(entry) as T;
   const chunks = path.dirname(entry) + path.sep;
   const dir = compileCacheDir(chunks, env);
+  if (env.CAL_COMPILE_CACHE === '0' || !usableDir(dir)) return require(entry) as T;
   const compiledNow: CompiledChunk[] = [];
   // Module.prototype._compile is what Node calls with a CommonJS file's source; it is the one
   // place a loader can hand V8 cached data (this is how v8-compile-cache and Node 22 do it).

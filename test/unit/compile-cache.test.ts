@@ -79,6 +79,28 @@ describe('the compile cache of the bundled command line', () => {
     expect(existsSync(stale)).toBe(false);
   });
 
+  it('a cache folder others can write, or an entry that is a symlink, is not read (the entry is code cal runs)', async () => {
+    await cal(['--version']);
+    const [name] = [...(await entries()).keys()].filter((n) => n.includes('/cli.cjs-'));
+    const folder = path.join(cacheHome, 'cal', 'compile', (name as string).split('/')[0] as string);
+    const entry = path.join(cacheHome, 'cal', 'compile', name as string);
+    // A planted link in an entry's place: replaced by a file of cal's own, its target untouched.
+    const target = path.join(dir, 'elsewhere');
+    await fs.writeFile(target, 'not for cal');
+    await fs.rm(entry);
+    await fs.symlink(target, entry);
+    expect((await cal(['--version'])).stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    expect((await fs.lstat(entry)).isSymbolicLink()).toBe(false);
+    expect(await fs.readFile(target, 'utf8')).toBe('not for cal');
+    // A folder group and others can write: neither read nor written.
+    await fs.chmod(folder, 0o777);
+    const before = await entries();
+    await fs.rm(entry);
+    expect((await cal(['--version'])).stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    expect(existsSync(entry)).toBe(false);
+    expect((await entries()).size).toBe(before.size - 1);
+  });
+
   it('an unwritable cache and CAL_COMPILE_CACHE=0 leave cal working, and the latter writes nothing', async () => {
     await fs.writeFile(cacheHome, 'a file where the cache folder would be');
     expect((await cal(['inspect', '--json'])).stdout).toContain('"handles":[]');
