@@ -199,7 +199,7 @@ async function recoveryPlan(ctx: SessionContext, handleId: string, turn: TurnRec
   // A first turn whose cal died right after the launch has no pane or transcript on the handle
   // yet, but the id chosen up front still finds what the CLI recorded.
   if (mayHaveBeenSent && (provider.transcript || provider.tmux || provider.pendingSessionId)) {
-    const seen = await observeRecordedTurn(ctx.adapter(provider.provider), provider, sessionConfig(handle), turn.message, turnSentAt(turn), env, ctx.tmux);
+    const seen = await observeRecordedTurn(await ctx.adapter(provider.provider), provider, sessionConfig(handle), turn.message, turnSentAt(turn), env, ctx.tmux);
     const obs = seen.observation;
     const rebound = seen.handle !== provider ? seen.handle : null;
     if (obs.phase === 'ended') {
