@@ -9,6 +9,14 @@
 // alternate (bare, cal, bare, cal, …) so both see the same machine load and the same history
 // length. Prints the medians, their ratio and PASS/MISS against the target (cal ≤ 1.15× bare).
 //
+// Codex's bare side is the `codex` command as npm installs it (a node wrapper that execs the
+// native binary: what a user types); cal runs the native binary itself, so the native binary's own
+// time is measured too and printed beside it.
+//
+// NODE_EXTRA_CA_CERTS is removed from every process's environment: a machine that sets it (this
+// sandbox does) makes every node process read the bundle at start (≈ 80 ms here), which cal and a
+// node CLI pay and a native one does not; the scripted model is plain http and needs no CA.
+//
 //   npm run build && node bench/structured.mjs [claude-code|pi|codex …]   (BENCH_TURNS=9 by default)
 // Run it under the shared lock for the real CLIs: flock /tmp/cal-realcli.lock node bench/structured.mjs
 import { spawn } from 'node:child_process';
@@ -23,6 +31,7 @@ const cal = path.join(root, 'bin', 'cal.js');
 const dist = (p) => import(path.join(root, 'dist', p));
 const TARGET = 1.15;
 const TURNS = Number(process.env.BENCH_TURNS ?? 9);
+const withoutCaBundle = (env) => Object.fromEntries(Object.entries(env).filter(([k]) => k !== 'NODE_EXTRA_CA_CERTS'));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 function run(argv, { env, cwd, input }) {
@@ -90,26 +99,31 @@ async function bench(provider) {
     const bareWork = path.join(scratch, 'bare-work');
     await fs.mkdir(calWork);
     await fs.mkdir(bareWork);
-    const base = { ...process.env, PATH: `${path.join(root, 'node_modules', '.bin')}:${process.env.PATH}` };
+    const base = { ...withoutCaBundle(process.env), PATH: `${path.join(root, 'node_modules', '.bin')}:${process.env.PATH}` };
     const env = await AgentSessions.scriptedModelEnv(provider, scratch, server.url, base);
     const pinned = await (await loadCliAdapter(provider)).resolveCli(undefined, env);
     const calRun = (args, input) => run([process.execPath, cal, '--state-dir', state, ...args], { env, cwd: calWork, input });
 
     const started = must(await calRun(['start', '--provider', provider, '--transport', 'structured', '--cwd', calWork, 'Remember the codeword BENCH.']), 'cal start');
     const handle = /handle: (\S+)/.exec(started.err)[1];
-    const bare = await bareCli(provider, env, bareWork, pinned.realPath);
+    // Codex: `codex` as npm installs it (the wrapper) for the ratio, its native binary beside it.
+    const bare = await bareCli(provider, env, bareWork, provider === 'codex' ? pinned.path : pinned.realPath);
     must(await bare.start('Remember the codeword BENCH.'), 'bare start');
+    const native = provider === 'codex' ? await bareCli(provider, env, bareWork, pinned.realPath) : null;
+    if (native) must(await native.start('Remember the codeword BENCH.'), 'native start');
 
     const calMs = [];
     const bareMs = [];
     const beforeMs = [];
     const cliMs = [];
     const afterMs = [];
+    const nativeMs = [];
     for (let i = 0; i < TURNS; i++) {
       const message = `What was the codeword? (${i})`;
       const b = must(await bare.resume(message), `bare resume ${i}`);
       if (!b.out.includes('The codeword was BENCH.')) throw new Error(`bare resume ${i} did not recall: ${b.out.slice(-300)}`);
       bareMs.push(b.ms);
+      if (native) nativeMs.push(must(await native.resume(message), `native resume ${i}`).ms);
       const trace = path.join(scratch, 'trace');
       await fs.rm(trace, { force: true });
       const started = performance.timeOrigin + performance.now();
@@ -126,7 +140,7 @@ async function bench(provider) {
         afterMs.push(started + c.ms - marks['structured-exited']);
       }
     }
-    return { provider, version: pinned.version, calMs, bareMs, beforeMs, cliMs, afterMs };
+    return { provider, version: pinned.version, calMs, bareMs, nativeMs, beforeMs, cliMs, afterMs };
   } finally {
     await server.close();
     await fs.rm(scratch, { recursive: true, force: true });
@@ -143,6 +157,7 @@ for (const provider of providers) {
   if (verdict === 'MISS') missed++;
   console.log(`${provider} ${r.version}, ${TURNS} resumed turns each, alternating:`);
   console.log(`  bare CLI resume            ${fmt(r.bareMs)}`);
+  if (r.nativeMs.length) console.log(`  (its native binary alone  ${fmt(r.nativeMs)}, ratio ${(median(r.calMs) / median(r.nativeMs)).toFixed(2)}x)`);
   console.log(`  cal continue (structured)  ${fmt(r.calMs)}`);
   if (r.cliMs.length) {
     console.log(`    cal before the CLI's spawn  median ${median(r.beforeMs).toFixed(0)} ms`);

@@ -1,9 +1,9 @@
-import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
 import { endQuietlyOnClosedPipe } from './util/closed-pipe.js';
 import { register } from './commands/register.js';
 import type { CommandSpec } from './commands/spec.js';
 import { timingMark } from './util/timing.js';
+import { calVersion } from './util/package-root.js';
 
 /**
  * Builds the commander program from the commands' own specs. Only the module of the command
@@ -11,9 +11,6 @@ import { timingMark } from './util/timing.js';
  * `cal --version` loads no command at all and `cal continue` never loads another command's
  * dependencies, nor Ink, React or ora unless a terminal needs them.
  */
-const require = createRequire(import.meta.url);
-const { version } = require('../package.json') as { version: string };
-
 type CommandModule = { command: CommandSpec<any, any> };
 
 /** Every command, in the order help lists them. */
@@ -57,7 +54,7 @@ export function buildProgram(specs: readonly CommandSpec[], setExit: (code: numb
   program
     .name('cal')
     .description('Continue a coding-agent session with one call, whatever CLI runs it and whatever happened to its terminal.')
-    .version(version, '-V, --version')
+    .version(calVersion(), '-V, --version')
     .option('--state-dir <dir>', 'state directory (default: $CAL_STATE_DIR or ~/.local/state/cal)')
     .showSuggestionAfterError()
     // Commander's own error text is replaced by cal's one line (or JSON) in main().

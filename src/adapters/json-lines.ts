@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type { z } from '../util/zod.js';
 
 /**
  * The events of a CLI's JSON-lines output (`--json`, `-o stream-json`) that fit its schema, in

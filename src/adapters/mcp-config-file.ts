@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { z } from 'zod';
+import { z } from '../util/zod.js';
 import { CalError } from '../errors.js';
 
 /**

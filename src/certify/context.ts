@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, realpathSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { packagePath } from '../util/package-root.js';
 import { execa } from 'execa';
 import type { Capabilities } from '../adapters/types.js';
 import type { PinnedCli, ProviderName, Transport } from '../handles/schema.js';
@@ -39,7 +39,7 @@ const SCRIPTED_ENV_KEEP = ['PATH', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TERM', 'TZ', '
 
 /** The built `cal` entry, for scenarios that need a second cal process (a user's next call). */
 export function calEntry(): string {
-  return fileURLToPath(new URL('../../bin/cal.js', import.meta.url));
+  return packagePath('bin', 'cal.js');
 }
 
 export interface WorkDir {

@@ -1,9 +1,9 @@
-import { createRequire } from 'node:module';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { z } from 'zod';
+import { z } from '../util/zod.js';
 import { ensurePrivateDir, readJsonFile, writeJsonAtomic } from '../state/fs.js';
 import { CalError } from '../errors.js';
+import { calVersion } from '../util/package-root.js';
 import type { CertifyReport } from './types.js';
 import { certIds } from './types.js';
 
@@ -13,8 +13,6 @@ import { certIds } from './types.js';
  * run and the latest result of every certification (a run with --only updates only those), so
  * `cal inspect` can say whether that CLI version is certified.
  */
-const require = createRequire(import.meta.url);
-const { version: calVersion } = require('../../package.json') as { version: string };
 
 export const CERTIFICATION_SCHEMA_VERSION = 1;
 
@@ -85,7 +83,7 @@ export async function saveCertification(stateRoot: string, report: CertifyReport
           startedAt: report.startedAt,
           finishedAt: report.finishedAt,
           durationMs: report.durationMs,
-          calVersion,
+          calVersion: calVersion(),
           cliRealPath: report.cli.realPath,
           only: report.only,
           passed: report.passed,

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { packagePath } from '../util/package-root.js';
 import { openSessions, TurnError } from '../index.js';
 import { startModelServer } from '../model/server.js';
 import { AgentSessions } from '../sessions/agent-sessions.js';
@@ -88,5 +88,5 @@ function findOnPath(name: string, pathVar: string | undefined): boolean {
 
 /** The pinned CLI installed next to cal (a dev dependency), so a fresh clone's demo needs no global install. */
 function bundledCli(name: string): string {
-  return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'node_modules', '.bin', name);
+  return packagePath('node_modules', '.bin', name);
 }

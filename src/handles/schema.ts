@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../util/zod.js';
 
 /**
  * Handles: two nested, versioned documents (design §3). The provider handle is transport state

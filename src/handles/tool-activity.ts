@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../util/zod.js';
 
 /** One tool call a turn made, as the CLI's own record describes it (shell command, MCP call, …). */
 export const ToolActivity = z.object({

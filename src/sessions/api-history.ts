@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { z } from 'zod';
+import { z } from '../util/zod.js';
 import { readJsonFile, writeJsonAtomic } from '../state/fs.js';
 import { CalError } from '../errors.js';
 import type { ChatMessage } from '../adapters/api/types.js';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, fchmodSync, constants as fsConstants, fstatSync, fsyncSync, lstatSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import type { z } from 'zod';
+import type { z } from '../util/zod.js';
 import { CalError } from '../errors.js';
 
 export { ensurePrivateDir } from '../util/private-dir.js';

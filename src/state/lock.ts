@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants as fsConstants, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { z } from 'zod';
+import { z } from '../util/zod.js';
 import { CalError } from '../errors.js';
 import { isProcessAlive, processStartTime } from '../util/process-identity.js';
 import { ensurePrivateDir, readJsonFile, stateWriteError } from './fs.js';

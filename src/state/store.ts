@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { lstatSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { z } from 'zod';
+import { z } from '../util/zod.js';
 import { CalError } from '../errors.js';
 import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleId, HandleName, VersionProbe } from '../handles/schema.js';
 import { appendJsonLine, ensurePrivateDir, readJsonFile, readJsonLines, refuseNonDirectory, refuseNonRegular, refuseSymlink, stateWriteError, writeJsonAtomic } from './fs.js';

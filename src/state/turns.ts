@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../util/zod.js';
 import { ToolActivity } from '../handles/tool-activity.js';
 
 export { ToolActivity } from '../handles/tool-activity.js';

@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import YAML from 'yaml';
-import { z } from 'zod';
+import { z } from '../util/zod.js';
 import { CalError } from '../errors.js';
 import { providerNames } from '../handles/schema.js';
 

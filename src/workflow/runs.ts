@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { z } from 'zod';
+import { z } from '../util/zod.js';
 import { ensurePrivateDir, readJsonFile, writeJsonAtomic } from '../state/fs.js';
 import type { StateStore } from '../state/store.js';
 import { Plan } from './plan.js';

@@ -68,6 +68,12 @@ describe('layers of the library', () => {
 
 describe('what a run of the built cal loads', () => {
   let dir: string;
+  /**
+   * bin/cal.js runs the bundled entry (dist/bin/), whose chunks no longer say which module is
+   * which; the same program unbundled (tsc's dist/cli.js, which the bundle is built from and whose
+   * dynamic imports it keeps as chunk boundaries) shows module by module what a command loads.
+   */
+  let unbundledBin: string;
 
   beforeAll(async () => {
     if (!existsSync(path.join(repoRoot, 'dist', 'cli.js'))) throw new Error('dist/cli.js is missing: run npm run build first');
@@ -77,6 +83,8 @@ describe('what a run of the built cal loads', () => {
       "export async function load(url, context, next) { if (url.startsWith('file:')) process._rawDebug('LOADED ' + url); return next(url, context); }\n",
     );
     await fs.writeFile(path.join(dir, 'register.mjs'), "import { register } from 'node:module';\nregister('./hook.mjs', import.meta.url);\n");
+    unbundledBin = path.join(dir, 'cal-unbundled.mjs');
+    await fs.writeFile(unbundledBin, `import { main } from ${JSON.stringify(path.join(repoRoot, 'dist', 'cli.js'))};\nmain(process.argv).then((code) => { process.exitCode = code; });\n`);
   });
 
   afterAll(async () => {
@@ -84,8 +92,8 @@ describe('what a run of the built cal loads', () => {
   });
 
   /** The files a run loads: dist modules relative to dist/, packages by name. */
-  async function loaded(args: string[]): Promise<{ modules: string[]; packages: string[] }> {
-    const res = await run(process.execPath, ['--import', path.join(dir, 'register.mjs'), calBin, '--state-dir', path.join(dir, 'state'), ...args], {
+  async function loaded(args: string[], bin = unbundledBin): Promise<{ modules: string[]; packages: string[] }> {
+    const res = await run(process.execPath, ['--import', path.join(dir, 'register.mjs'), bin, '--state-dir', path.join(dir, 'state'), ...args], {
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NO_COLOR: '1' },
     }).catch((err: { stderr: string }) => ({ stderr: err.stderr }));
     const urls = res.stderr.split('\n').filter((l) => l.startsWith('LOADED ')).map((l) => decodeURIComponent(new URL(l.slice(7)).pathname));
@@ -111,6 +119,15 @@ describe('what a run of the built cal loads', () => {
     // execa is for the CLIs that need it (Cursor, Agy, plans, lock), certifications for inspect.
     expect(packages).not.toContain('execa');
     expect(modules).not.toContain('certify/results.js');
+  });
+
+  it('the bundled cal loads no package from node_modules on --version, continue, start or inspect --json', async () => {
+    // Everything but Ink and React is inside the bundle; those two are for the TUI alone.
+    for (const args of [['--version'], ['continue', 'abcdefg', 'hello'], ['start', '--provider', 'claude-code', ''], ['inspect', '--json']]) {
+      const { modules, packages } = await loaded(args, calBin);
+      expect({ args, packages }).toEqual({ args, packages: [] });
+      expect(modules.every((m) => m.startsWith('bin/'))).toBe(true);
+    }
   });
 
   it('cal start and cal inspect --json load no terminal UI either', async () => {

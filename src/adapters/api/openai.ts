@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../util/zod.js';
 import { CalError } from '../../errors.js';
 import { postJson } from './http.js';
 import type { ApiProviderAdapter, ApiRequest, ApiReply } from './types.js';

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { CalError } from '../../errors.js';
-import { z } from 'zod';
+import { z } from '../../util/zod.js';
 
 /**
  * Pre-answers Claude Code's startup dialogs (research: claude-code.md §2).

@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
+import { z } from '../../util/zod.js';
 
 /**
  * Claude Code's second end-of-turn signal: a Stop hook given per launch through `--settings

@@ -1,6 +1,6 @@
 import { existsSync, realpathSync } from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
+import { z } from '../../util/zod.js';
 import { CalError } from '../../errors.js';
 import type { ToolPolicy } from '../../handles/schema.js';
 import type { SessionConfig } from '../types.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../util/zod.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
 
 /**

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { z } from 'zod';
+import { z } from '../../util/zod.js';
 import { CalError } from '../../errors.js';
 import { ensurePrivateDir } from '../../util/private-dir.js';
 

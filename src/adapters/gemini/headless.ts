@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../util/zod.js';
 import { CalError } from '../../errors.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
 import type { LaunchRequest, StructuredRunRequest, StructuredTurnResult } from '../types.js';

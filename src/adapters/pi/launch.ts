@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { packagePath } from '../../util/package-root.js';
 import { CalError } from '../../errors.js';
 import type { ToolPolicy } from '../../handles/schema.js';
 import type { LaunchRequest } from '../types.js';
@@ -13,8 +13,8 @@ import { MCP_CONFIG_ENV } from './mcp-extension.js';
  * time (`pi --mode json --session <file>`): the session file, and the session's runtime flags.
  */
 
-/** The bridge extension, next to this file in the build. */
-const MCP_EXTENSION = fileURLToPath(new URL('./mcp-extension.js', import.meta.url));
+/** The bridge extension: its own compiled file, which Pi loads (never part of the bundled entry). */
+const MCP_EXTENSION = packagePath('dist', 'adapters', 'pi', 'mcp-extension.js');
 
 /**
  * The session file a launch uses. resume: the file whose header carries the native id (it must

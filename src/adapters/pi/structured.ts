@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../util/zod.js';
 import { CalError } from '../../errors.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
 import { lastStderrLine, runJsonlProcess } from '../structured-process.js';
