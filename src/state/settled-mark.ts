@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { z } from 'zod';
+import { z } from '../util/zod.js';
 import { readJsonFile, refuseSymlink, writeJsonAtomic } from './fs.js';
 
 /**

@@ -15,7 +15,9 @@ import { calBin, repoRoot } from '../support/clis.js';
 /**
  * The adapter registry loads an adapter on first use: a continue of one CLI's session builds that
  * adapter's modules and no other's (cal's own start-up time, issue 17). What a run loads is
- * recorded by a module-loader hook in the built `cal`, as in commands-layering.test.ts. The
+ * recorded by a module-loader hook in the built `cal`, as in commands-layering.test.ts, run
+ * unbundled (tsc's dist/cli.js: the bundle's chunks do not say which module is which, and it
+ * keeps the registry's dynamic imports as its chunk boundaries). The
  * handles pin a CLI that is not on disk, so each continue goes through the turn's whole path up to
  * the engine's pin check and stops there (cli_missing) without starting anything.
  */
@@ -40,6 +42,7 @@ describe('what a continue of one provider loads of the adapters', () => {
   let dir: string;
   let state: string;
   let work: string;
+  let unbundledBin: string;
 
   beforeAll(async () => {
     if (!existsSync(path.join(repoRoot, 'dist', 'cli.js'))) throw new Error('dist/cli.js is missing: run npm run build first');
@@ -52,6 +55,8 @@ describe('what a continue of one provider loads of the adapters', () => {
       "export async function load(url, context, next) { if (url.startsWith('file:')) process._rawDebug('LOADED ' + url); return next(url, context); }\n",
     );
     await fs.writeFile(path.join(dir, 'register.mjs'), "import { register } from 'node:module';\nregister('./hook.mjs', import.meta.url);\n");
+    unbundledBin = path.join(dir, 'cal-unbundled.mjs');
+    await fs.writeFile(unbundledBin, `import { main } from ${JSON.stringify(path.join(repoRoot, 'dist', 'cli.js'))};\nmain(process.argv).then((code) => { process.exitCode = code; });\n`);
   });
 
   afterAll(async () => {
@@ -90,21 +95,26 @@ describe('what a continue of one provider loads of the adapters', () => {
     );
   }
 
-  /** The adapter folders (under dist/adapters/) a run of the built cal loaded modules from, and its stderr. */
-  async function adaptersLoaded(args: string[]): Promise<{ folders: string[]; stderr: string }> {
-    const res = await run(process.execPath, ['--import', path.join(dir, 'register.mjs'), calBin, '--state-dir', state, ...args], {
+  /** A run of the built cal: the files it loaded and its stderr. */
+  async function calRun(bin: string, args: string[]): Promise<{ loaded: string[]; stderr: string }> {
+    const res = await run(process.execPath, ['--import', path.join(dir, 'register.mjs'), bin, '--state-dir', state, ...args], {
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NO_COLOR: '1' },
       cwd: work,
     }).catch((err: { stderr: string }) => ({ stderr: err.stderr }));
     const lines = res.stderr.split('\n');
+    return {
+      loaded: lines.filter((l) => l.startsWith('LOADED ')).map((l) => decodeURIComponent(new URL(l.slice(7)).pathname)),
+      stderr: lines.filter((l) => !l.startsWith('LOADED ')).join('\n'),
+    };
+  }
+
+  /** The adapter folders (under dist/adapters/) an unbundled run of cal loaded modules from, and its stderr. */
+  async function adaptersLoaded(args: string[]): Promise<{ folders: string[]; stderr: string }> {
+    const { loaded, stderr } = await calRun(unbundledBin, args);
     const adapters = path.join(repoRoot, 'dist', 'adapters') + path.sep;
-    const modules = lines
-      .filter((l) => l.startsWith('LOADED '))
-      .map((l) => decodeURIComponent(new URL(l.slice(7)).pathname))
-      .filter((u) => u.startsWith(adapters))
-      .map((u) => u.slice(adapters.length));
+    const modules = loaded.filter((u) => u.startsWith(adapters)).map((u) => u.slice(adapters.length));
     const folders = [...new Set(modules.filter((m) => m.includes('/')).map((m) => m.split('/')[0] as string))].sort();
-    return { folders, stderr: lines.filter((l) => !l.startsWith('LOADED ')).join('\n') };
+    return { folders, stderr };
   }
 
   it('a structured continue of a Codex session loads the Codex adapter and no other', async () => {
@@ -126,6 +136,17 @@ describe('what a continue of one provider loads of the adapters', () => {
     const { folders, stderr } = await adaptersLoaded(['start', '--provider', 'anthropic', 'hello']);
     expect(stderr).toMatch(/needs ANTHROPIC_API_KEY/);
     expect(folders).toEqual(['api']);
+  });
+
+  it("the bundled cal keeps each adapter in a chunk of its own, and a continue of Codex loads only Codex's", async () => {
+    // The bundle names a chunk after the module it starts from: the adapter's folder (or API file).
+    const adapterChunk = /^(claude-code|codex|gemini|pi|cursor|agy|anthropic|openai)-[A-Za-z0-9_-]{8}\.js$/;
+    const chunks = (await fs.readdir(path.join(repoRoot, 'dist', 'bin'))).flatMap((f) => adapterChunk.exec(f)?.[1] ?? []);
+    expect(chunks.sort()).toEqual(['agy', 'anthropic', 'claude-code', 'codex', 'cursor', 'gemini', 'openai', 'pi']);
+    await savedHandle('codexhandle2', 'codex', 'structured');
+    const { loaded, stderr } = await calRun(calBin, ['continue', 'codexhandle2', 'hello']);
+    expect(stderr).toMatch(/codex 1\.0\.0 pinned by this handle is gone/);
+    expect(loaded.flatMap((u) => adapterChunk.exec(path.basename(u))?.[1] ?? [])).toEqual(['codex']);
   });
 
   it('every adapter folder is one the registry knows (so the checks above see them all)', async () => {
