@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { z } from '../util/zod.js';
-import { readJsonFile, refuseSymlink, writeJsonAtomic } from './fs.js';
+import { readJsonFile, refuseNonRegular, refuseSymlink, writeJsonAtomic } from './fs.js';
 
 /**
  * What a continue need not read again of a handle's turn records: every record whose seq is at
@@ -20,11 +20,15 @@ export type SettledMark = z.infer<typeof SettledMark>;
  */
 const MARK_FILE = 'unsettled.mark';
 
-/** The handle's mark; none (read everything) when there is none yet or it cannot be read. */
+/** The handle's mark; none (read everything) when there is none yet or its content cannot be used. */
 export async function readSettledMark(turnsDir: string): Promise<SettledMark> {
-  // Nothing is read through a turn folder planted as a symlink (the records' reader refuses it too).
+  // Nothing is read or written through a symlink planted as the turn folder or the mark, nor
+  // through a FIFO or folder in the mark's place: refused (invalid_handle) before anything is sent.
+  const file = path.join(turnsDir, MARK_FILE);
   await refuseSymlink(turnsDir);
-  const read = await readJsonFile(path.join(turnsDir, MARK_FILE), SettledMark);
+  await refuseSymlink(file);
+  await refuseNonRegular(file);
+  const read = await readJsonFile(file, SettledMark);
   return read.ok ? read.value : { through: 0, open: [] };
 }
 

@@ -7,7 +7,7 @@ import { processStartTime } from '../../src/state/lock.js';
 import { readSettledMark } from '../../src/state/settled-mark.js';
 import type { StateStore } from '../../src/state/store.js';
 import type { TurnRecord } from '../../src/state/turns.js';
-import { fakeSessions } from '../support/fake-engine.js';
+import { type FakeCli, fakeSessions } from '../support/fake-engine.js';
 import { removeScratch } from '../support/scratch.js';
 
 /**
@@ -22,10 +22,11 @@ describe('settling earlier turns reads only what can still be unsettled', () => 
   let root: string;
   let store: StateStore;
   let sessions: AgentSessions;
+  let cli: FakeCli;
   const env = { PATH: process.env.PATH ?? '' };
 
   beforeEach(async () => {
-    ({ root, store, sessions } = await fakeSessions('settled-mark'));
+    ({ root, store, sessions, cli } = await fakeSessions('settled-mark'));
   });
   afterEach(async () => {
     vi.restoreAllMocks();
@@ -134,5 +135,21 @@ describe('settling earlier turns reads only what can still be unsettled', () => 
     // A mark that cannot be read is no mark: everything is read again.
     await fs.writeFile(path.join(store.turnsDir(id), 'unsettled.mark'), '{"through":');
     expect(await cont(id, 'm19').catch((err: unknown) => err)).toMatchObject({ kind: 'busy', message: expect.stringContaining(ghost.id) });
+  });
+
+  it('a symlink or a folder planted as the mark is refused before anything is sent, its target untouched', async () => {
+    const id = await session(2);
+    const target = path.join(root, 'outside.mark');
+    await fs.writeFile(target, JSON.stringify({ through: 1, open: [] }));
+    const mark = path.join(store.turnsDir(id), 'unsettled.mark');
+    await fs.symlink(target, mark);
+    const sent = cli.received.length;
+    expect(await cont(id, 'through a link').catch((err: unknown) => err)).toMatchObject({ kind: 'invalid_handle', message: expect.stringMatching(/unsettled\.mark .*symlink/) });
+    expect(cli.received.length).toBe(sent);
+    expect(await fs.readFile(target, 'utf8')).toBe(JSON.stringify({ through: 1, open: [] }));
+    await fs.rm(mark);
+    await fs.mkdir(mark);
+    expect(await cont(id, 'into a folder').catch((err: unknown) => err)).toMatchObject({ kind: 'invalid_handle', message: expect.stringMatching(/unsettled\.mark .*directory/) });
+    expect(cli.received.length).toBe(sent);
   });
 });
