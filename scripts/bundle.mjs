@@ -1,18 +1,20 @@
 #!/usr/bin/env node
-// Bundles the command-line entry (dist/cli.js, tsc's output) into dist/bin/: a start of `cal`
-// then reads a few chunks instead of resolving and linking ~250 modules (zod alone is ~95 of
-// them), which is most of the time a `cal continue` spends before it reaches the CLI. Commands and
-// adapters stay behind their dynamic imports, so each becomes its own chunk, loaded when used.
-// The library entry (dist/index.js) is not bundled: programs import tsc's modules as they are.
+// Bundles the command-line entry (dist/cli.js, tsc's output) into CommonJS chunks in dist/bin/:
+// a start of `cal` then reads a few chunks instead of resolving and linking ~250 modules (zod
+// alone was ~95 of them), and bin/cal.js compiles them through V8's code cache
+// (src/util/compile-cache.ts), which Node 20 offers to CommonJS only. Commands and adapters stay
+// behind their dynamic imports, so each becomes its own chunk, loaded when used. The library
+// entry (dist/index.js) is not bundled: programs import tsc's modules as they are.
 //
-// Ink and React stay outside (they are for the TUI only, and Ink's modules use top-level await):
-// they are resolved from node_modules at run time, when `cal inspect` opens the TUI.
+// The TUI (Ink and React, whose modules use top-level await) stays outside: commands/inspect.ts
+// imports tsc's dist/tui/run.js by a path computed at run time, so the bundler never sees it.
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'rolldown';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+// Never reached from the bundle (the TUI is imported by path); listed so a stray import fails the build's purpose loudly rather than pulling Ink in.
 const outside = /^(ink|react)(\/|$)/;
 // util/package-root.js finds the package two folders above its chunk: dist/bin/ keeps that true.
 const outDir = path.join(root, 'dist', 'bin');
@@ -23,14 +25,11 @@ await build({
   platform: 'node',
   external: (id) => outside.test(id),
   logLevel: 'warn',
-  // Bundled CommonJS packages (write-file-atomic names its temp files from __filename) get the
-  // ES module's own file and folder: an ES chunk has no CommonJS module variables.
-  transform: { define: { __filename: 'import.meta.filename', __dirname: 'import.meta.dirname' } },
   output: {
     dir: outDir,
-    format: 'esm',
-    entryFileNames: '[name].js',
-    chunkFileNames: '[name]-[hash].js',
+    format: 'cjs',
+    entryFileNames: '[name].cjs',
+    chunkFileNames: '[name]-[hash].cjs',
     minify: true,
   },
 });

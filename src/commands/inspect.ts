@@ -5,6 +5,19 @@ import type { InspectSource } from '../tui/source.js';
 import { age, certificationText, eventDetail, oneLine, screenTail, splitPanes, toolLine } from '../tui/format.js';
 import { renderError, uncertifiedCliText } from './common.js';
 import { defineCommand } from './spec.js';
+import { createRequire } from 'node:module';
+import { packagePath } from '../util/package-root.js';
+
+/**
+ * The TUI from its own compiled modules (dist/tui/), by a path the bundler does not follow: Ink
+ * is an ES module graph with top-level await, which the CommonJS bundle of the command line
+ * (dist/bin/) cannot hold, and the TUI shares no state with the rest of cal (its modules import
+ * cal's only for types). tui/load.ts says why it is a require.
+ */
+function loadTui(): ReturnType<typeof import('../tui/load.js').loadTui> {
+  const door = createRequire(import.meta.url)(packagePath('dist', 'tui', 'load.js')) as typeof import('../tui/load.js');
+  return door.loadTui();
+}
 
 /**
  * `cal inspect [<handle>]`. On a terminal (stdin and stdout both TTYs, no --json) it opens the
@@ -24,7 +37,7 @@ export const command = defineCommand({
       if (!opts.json && process.stdout.isTTY && process.stdin.isTTY) {
         // A bad reference fails here, as a plain typed error, before the terminal is taken over.
         if (ref !== undefined) await sessions.inspect(ref, { screen: false });
-        const { runTui } = await import('../tui/run.js');
+        const { runTui } = await loadTui();
         return await runTui({ source: tuiSource(sessions), ref, stateDir: sessions.stateDir });
       }
       if (ref === undefined) {

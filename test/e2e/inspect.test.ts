@@ -150,8 +150,8 @@ describe('cal inspect in a real terminal, and cal continue without Ink', () => {
       expect(await exitOf(log)).toBe('0');
     }
     const loads = await fs.readFile(log, 'utf8');
-    // The inspect command's own chunk of the bundled entry (dist/bin/inspect-<hash>.js).
-    expect(loads).toMatch(/import \.\/inspect-[\w-]+\.js/);
+    // The inspect command's own chunk of the bundled entry (dist/bin/inspect-<hash>.cjs).
+    expect(loads).toMatch(/(import|require) \.\/inspect-[\w-]+\.c?js/);
     expect(loads).not.toMatch(INK_OR_REACT);
   });
 
@@ -220,8 +220,8 @@ describe('cal inspect in a real terminal, and cal continue without Ink', () => {
     expect(done).not.toMatch(/running · \d+s/); // the spinner line was cleared
     expect(await exitOf(log)).toBe('0');
     const loads = await fs.readFile(log, 'utf8');
-    expect(loads).toMatch(/import \.\/continue-[\w-]+\.js/);
-    expect(loads).toMatch(/import \.\/ora-[\w-]+\.js/); // the spinner's chunk, loaded for a terminal only
+    expect(loads).toMatch(/(import|require) \.\/continue-[\w-]+\.c?js/);
+    expect(loads).toMatch(/(import|require) \.\/ora-[\w-]+\.c?js/); // the spinner's chunk, loaded for a terminal only
     expect(loads).not.toMatch(INK_OR_REACT);
   });
 

@@ -21,10 +21,10 @@ async function packedFiles(): Promise<string[]> {
 describe('npm pack', () => {
   it('ships dist (JavaScript and .d.ts), bin, README.md and package.json, and nothing else', async () => {
     const files = await packedFiles();
-    for (const needed of ['package.json', 'README.md', 'bin/cal.js', 'dist/index.js', 'dist/index.d.ts', 'dist/cli.js', 'dist/library/sessions.js', 'dist/library/types.d.ts', 'dist/bin/cli.js']) {
+    for (const needed of ['package.json', 'README.md', 'bin/cal.js', 'dist/index.js', 'dist/index.d.ts', 'dist/cli.js', 'dist/library/sessions.js', 'dist/library/types.d.ts', 'dist/bin/cli.cjs']) {
       expect(files).toContain(needed);
     }
-    const unexpected = files.filter((f) => !['package.json', 'README.md', 'bin/cal.js'].includes(f) && !/^dist\/.+\.(js|d\.ts)$/.test(f));
+    const unexpected = files.filter((f) => !['package.json', 'README.md', 'bin/cal.js'].includes(f) && !/^dist\/.+\.(js|d\.ts)$/.test(f) && !/^dist\/bin\/[\w-]+\.cjs$/.test(f));
     expect(unexpected).toEqual([]);
     expect(files.filter((f) => /^(src|test|docs|fixtures|bench|scripts)\//.test(f) || f.endsWith('.map'))).toEqual([]);
     // Every module ships its declarations, so a type in the public surface always resolves; the

@@ -1,0 +1,89 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { calBin, repoRoot } from '../support/clis.js';
+
+/**
+ * The code cache bin/cal.js compiles the bundled chunks through (src/util/compile-cache.ts),
+ * exercised on the built cal: what it writes where, that a second run reuses it, and that no
+ * state of the cache (corrupt, unwritable, turned off) changes what cal does.
+ */
+const run = promisify(execFile);
+
+describe('the compile cache of the bundled command line', () => {
+  let dir: string;
+  let cacheHome: string;
+
+  beforeEach(async () => {
+    if (!existsSync(path.join(repoRoot, 'dist', 'bin', 'cli.cjs'))) throw new Error('dist/bin/cli.cjs is missing: run npm run build first');
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'cal-compile-cache-'));
+    cacheHome = path.join(dir, 'cache');
+  });
+
+  afterEach(async () => {
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  const cal = (args: string[], extra: Record<string, string> = {}) =>
+    run(process.execPath, [calBin, '--state-dir', path.join(dir, 'state'), ...args], {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, XDG_CACHE_HOME: cacheHome, ...extra },
+    });
+
+  /** Every cache entry: its name → its bytes. */
+  async function entries(): Promise<Map<string, Buffer>> {
+    const out = new Map<string, Buffer>();
+    const root = path.join(cacheHome, 'cal', 'compile');
+    if (!existsSync(root)) return out;
+    for (const folder of await fs.readdir(root)) {
+      for (const name of await fs.readdir(path.join(root, folder))) out.set(`${folder}/${name}`, await fs.readFile(path.join(root, folder, name)));
+    }
+    return out;
+  }
+
+  it('a first run writes one entry per chunk it compiled, under $XDG_CACHE_HOME/cal; the next run reuses them and writes nothing', async () => {
+    expect((await cal(['--version'])).stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    const first = await entries();
+    const names = [...first.keys()];
+    expect(names.some((n) => /\/cli\.cjs-\d+-\d+$/.test(n))).toBe(true);
+    expect(names.every((n) => n.startsWith(`v8-${process.versions.v8}-${process.arch}-`))).toBe(true);
+    expect([...first.values()].every((b) => b.length > 0)).toBe(true);
+    await cal(['--version']);
+    // Accepted entries are not written again (a rejected one would be).
+    expect(await entries()).toEqual(first);
+    // A command that needs more chunks adds theirs and keeps the others.
+    await cal(['inspect', '--json']);
+    const more = await entries();
+    expect(more.size).toBeGreaterThan(first.size);
+    for (const [name, bytes] of first) expect(more.get(name)).toEqual(bytes);
+  });
+
+  it('a corrupt entry is rejected and replaced; the run itself is unchanged', async () => {
+    await cal(['--version']);
+    const [name] = [...(await entries()).keys()].filter((n) => n.includes('/cli.cjs-'));
+    const file = path.join(cacheHome, 'cal', 'compile', name as string);
+    await fs.writeFile(file, Buffer.from('not V8 code at all'));
+    expect((await cal(['--version'])).stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    expect((await fs.readFile(file)).toString()).not.toBe('not V8 code at all');
+  });
+
+  it('entries of chunks that are gone (an earlier build) are removed when new ones are written', async () => {
+    await cal(['--version']);
+    const [folder] = [...(await entries()).keys()].map((n) => n.split('/')[0]);
+    const stale = path.join(cacheHome, 'cal', 'compile', folder as string, 'common-OLDHASH1.cjs-1234-5678');
+    await fs.writeFile(stale, 'old');
+    await cal(['inspect', '--json']);
+    expect(existsSync(stale)).toBe(false);
+  });
+
+  it('an unwritable cache and CAL_COMPILE_CACHE=0 leave cal working, and the latter writes nothing', async () => {
+    await fs.writeFile(cacheHome, 'a file where the cache folder would be');
+    expect((await cal(['inspect', '--json'])).stdout).toContain('"handles":[]');
+    await fs.rm(cacheHome);
+    expect((await cal(['inspect', '--json'], { CAL_COMPILE_CACHE: '0' })).stdout).toContain('"handles":[]');
+    expect(existsSync(cacheHome)).toBe(false);
+  });
+});
