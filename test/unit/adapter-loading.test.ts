@@ -55,6 +55,11 @@ describe('what a continue of one provider loads of the adapters', () => {
       "export async function load(url, context, next) { if (url.startsWith('file:')) process._rawDebug('LOADED ' + url); return next(url, context); }\n",
     );
     await fs.writeFile(path.join(dir, 'register.mjs'), "import { register } from 'node:module';\nregister('./hook.mjs', import.meta.url);\n");
+    // The bundle's chunks are CommonJS, which module.register hooks do not see on Node 20.
+    await fs.writeFile(
+      path.join(dir, 'require-hook.cjs'),
+      "const Module = require('node:module');\nconst load = Module._load;\nModule._load = function (request, parent, isMain) {\n  const loaded = load.apply(this, arguments);\n  try { const file = Module._resolveFilename(request, parent, isMain); if (file.startsWith('/')) process._rawDebug('LOADED file://' + file); } catch {}\n  return loaded;\n};\n",
+    );
     unbundledBin = path.join(dir, 'cal-unbundled.mjs');
     await fs.writeFile(unbundledBin, `import { main } from ${JSON.stringify(path.join(repoRoot, 'dist', 'cli.js'))};\nmain(process.argv).then((code) => { process.exitCode = code; });\n`);
   });
@@ -97,7 +102,7 @@ describe('what a continue of one provider loads of the adapters', () => {
 
   /** A run of the built cal: the files it loaded and its stderr. */
   async function calRun(bin: string, args: string[]): Promise<{ loaded: string[]; stderr: string }> {
-    const res = await run(process.execPath, ['--import', path.join(dir, 'register.mjs'), bin, '--state-dir', state, ...args], {
+    const res = await run(process.execPath, ['--require', path.join(dir, 'require-hook.cjs'), '--import', path.join(dir, 'register.mjs'), bin, '--state-dir', state, ...args], {
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NO_COLOR: '1' },
       cwd: work,
     }).catch((err: { stderr: string }) => ({ stderr: err.stderr }));
@@ -140,7 +145,7 @@ describe('what a continue of one provider loads of the adapters', () => {
 
   it("the bundled cal keeps each adapter in a chunk of its own, and a continue of Codex loads only Codex's", async () => {
     // The bundle names a chunk after the module it starts from: the adapter's folder (or API file).
-    const adapterChunk = /^(claude-code|codex|gemini|pi|cursor|agy|anthropic|openai)-[A-Za-z0-9_-]{8}\.js$/;
+    const adapterChunk = /^(claude-code|codex|gemini|pi|cursor|agy|anthropic|openai)-[A-Za-z0-9_-]{8}\.c?js$/;
     const chunks = (await fs.readdir(path.join(repoRoot, 'dist', 'bin'))).flatMap((f) => adapterChunk.exec(f)?.[1] ?? []);
     expect(chunks.sort()).toEqual(['agy', 'anthropic', 'claude-code', 'codex', 'cursor', 'gemini', 'openai', 'pi']);
     await savedHandle('codexhandle2', 'codex', 'structured');
