@@ -90,7 +90,7 @@ async function bareCli(provider, env, work, realPath) {
 async function bench(provider) {
   const { startModelServer } = await dist('model/server.js');
   const { AgentSessions } = await dist('sessions/agent-sessions.js');
-  const { cliAdapter } = await dist('adapters/registry.js');
+  const { loadCliAdapter } = await dist('adapters/registry.js');
   const server = await startModelServer({});
   const scratch = await fs.mkdtemp(path.join(os.tmpdir(), `cal-bench-structured-${provider}-`));
   try {
@@ -101,7 +101,7 @@ async function bench(provider) {
     await fs.mkdir(bareWork);
     const base = { ...withoutCaBundle(process.env), PATH: `${path.join(root, 'node_modules', '.bin')}:${process.env.PATH}` };
     const env = await AgentSessions.scriptedModelEnv(provider, scratch, server.url, base);
-    const pinned = await cliAdapter(provider).resolveCli(undefined, env);
+    const pinned = await (await loadCliAdapter(provider)).resolveCli(undefined, env);
     const calRun = (args, input) => run([process.execPath, cal, '--state-dir', state, ...args], { env, cwd: calWork, input });
 
     const started = must(await calRun(['start', '--provider', provider, '--transport', 'structured', '--cwd', calWork, 'Remember the codeword BENCH.']), 'cal start');

@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { apiAdapter, cliAdapter } from '../adapters/registry.js';
+import { isApiProvider, loadCliAdapter } from '../adapters/registry.js';
 import { CalError } from '../errors.js';
 import type { PinnedCli, ProviderName } from '../handles/schema.js';
 import { ScenarioContext, errorText, type RunSettings } from './context.js';
@@ -39,10 +39,10 @@ const LIVE_TURN_TIMEOUT_S = 300;
  * the user's state or CLI config. Scenarios run a few at a time; outcomes come in registry order.
  */
 export async function certify(opts: CertifyOptions): Promise<CertifyReport> {
-  if (apiAdapter(opts.provider)) {
+  if (isApiProvider(opts.provider)) {
     throw new CalError('non_applicable', `${opts.provider} is an API provider: there is no CLI binary to certify`);
   }
-  const adapter = cliAdapter(opts.provider);
+  const adapter = await loadCliAdapter(opts.provider);
   if (!opts.live && adapter.liveCertificationOnly) {
     throw new CalError(
       'non_applicable',

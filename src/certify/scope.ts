@@ -1,4 +1,4 @@
-import { apiAdapter, cliAdapter } from '../adapters/registry.js';
+import { isApiProvider, loadCliAdapter } from '../adapters/registry.js';
 import type { ProviderName } from '../handles/schema.js';
 
 /**
@@ -6,10 +6,10 @@ import type { ProviderName } from '../handles/schema.js';
  * else null. `cal certify` refuses such a provider without --live, and `cal inspect` marks it
  * "uncertified here" until a live run passed.
  */
-export function liveCertificationOnly(provider: ProviderName): string | null {
-  if (apiAdapter(provider)) return null;
+export async function liveCertificationOnly(provider: ProviderName): Promise<string | null> {
+  if (isApiProvider(provider)) return null;
   try {
-    return cliAdapter(provider).liveCertificationOnly ?? null;
+    return (await loadCliAdapter(provider)).liveCertificationOnly ?? null;
   } catch {
     return null;
   }

@@ -59,7 +59,7 @@ export const command = defineCommand({
         return 0;
       }
       const detail = await sessions.inspect(ref);
-      const uncertified = uncertifiedHere(detail.handle.provider.provider, detail.certification);
+      const uncertified = await uncertifiedHere(detail.handle.provider.provider, detail.certification);
       // A release newer than the adapter certified: uncertified, whatever a local certify run says.
       const newer = uncertifiedCliText(detail.handle);
       if (opts.json) {
@@ -165,8 +165,8 @@ function viewText(view: SessionDetail, now: number, certified: string | null = n
  * For a CLI only a live run can certify (Cursor, Agy) and no live pass on record for this
  * version: says so, with what would certify it. Null otherwise.
  */
-function uncertifiedHere(provider: Parameters<typeof liveCertificationOnly>[0], results: CertificationSummary[]): string | null {
-  const why = liveCertificationOnly(provider);
+async function uncertifiedHere(provider: Parameters<typeof liveCertificationOnly>[0], results: CertificationSummary[]): Promise<string | null> {
+  const why = await liveCertificationOnly(provider);
   if (!why || results.some((r) => r.mode === 'live' && r.certified)) return null;
   return `uncertified here: ${why}; a user's live run certifies it (cal certify --provider ${provider} --live)`;
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { apiAdapter, cliAdapter } from '../adapters/registry.js';
+import { loadApiAdapter, loadCliAdapter } from '../adapters/registry.js';
 import type { CliAdapter } from '../adapters/types.js';
 import { preflight } from '../engine/decision.js';
 import { checkMcpConfig } from '../engine/mcp-config.js';
@@ -36,13 +36,13 @@ export class AgentSessions {
   private readonly ctx: SessionContext;
 
   /** deps: how tmux and the CLI adapters are reached (the real ones unless a test gives fakes). */
-  constructor(private readonly store: StateStore, deps: { tmux?: TmuxFactory; adapter?: (name: ProviderName) => CliAdapter } = {}) {
-    this.ctx = sessionContext(store, deps.tmux ?? realTmux, deps.adapter ?? cliAdapter);
+  constructor(private readonly store: StateStore, deps: { tmux?: TmuxFactory; adapter?: (name: ProviderName) => CliAdapter | Promise<CliAdapter> } = {}) {
+    this.ctx = sessionContext(store, deps.tmux ?? realTmux, deps.adapter ?? loadCliAdapter);
   }
 
   async start(req: StartRequest): Promise<TurnResult> {
-    const api = apiAdapter(req.provider);
-    const adapter = api ? null : this.ctx.adapter(req.provider);
+    const api = await loadApiAdapter(req.provider);
+    const adapter = api ? null : await this.ctx.adapter(req.provider);
     // A CLI cal drives only through its JSON mode (Cursor, Agy) starts there without being told.
     const transport = req.transport ?? (api ? 'api' : adapter && !adapter.capabilities.tmuxContinuation && adapter.structured ? 'structured' : 'tmux');
     if (api && transport !== 'api') throw new CalError('usage', `${req.provider} is an API provider: it only has --transport api`);
@@ -116,7 +116,7 @@ export class AgentSessions {
         await checkStability(handle.config, req, { workingDir: false });
       } else {
         await preflight({
-          adapter: this.ctx.adapter(handle.provider.provider),
+          adapter: await this.ctx.adapter(handle.provider.provider),
           handle: handle.provider,
           message: req.message,
           stability: { recorded: handle.config, requested: req },
@@ -199,7 +199,7 @@ export class AgentSessions {
 
   /** Environment for running `provider` against cal's scripted model in a managed home under dir. */
   static async scriptedModelEnv(provider: ProviderName, dir: string, modelUrl: string, env: Record<string, string>): Promise<Record<string, string>> {
-    return cliAdapter(provider).scriptedModelEnv(dir, modelUrl, env);
+    return (await loadCliAdapter(provider)).scriptedModelEnv(dir, modelUrl, env);
   }
 
   /** The current pane's screen (a live preview for people), or null when there is no pane. */

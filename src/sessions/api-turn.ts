@@ -1,4 +1,4 @@
-import { apiAdapter } from '../adapters/registry.js';
+import { loadApiAdapter } from '../adapters/registry.js';
 import type { EngineHooks, TurnOutcome } from '../engine/types.js';
 import { CalError } from '../errors.js';
 import type { AgentSessionHandle } from '../handles/schema.js';
@@ -16,7 +16,7 @@ export async function apiTurn(
   hooks: EngineHooks,
   signal?: AbortSignal,
 ): Promise<TurnOutcome> {
-  const api = apiAdapter(handle.provider.provider);
+  const api = await loadApiAdapter(handle.provider.provider);
   if (!api || !handle.provider.transcript) throw new CalError('invalid_handle', `handle ${handle.id} is an API session without an API provider or history`);
   api.checkEnv(env);
   const file = handle.provider.transcript.path;

@@ -8,16 +8,16 @@ import type { TurnOutcome } from '../engine/types.js';
 export interface SessionContext {
   store: StateStore;
   tmux: TmuxFactory;
-  /** The adapter of a CLI provider (the registry's; a fake in unit tests). */
-  adapter(name: ProviderName): CliAdapter;
+  /** The adapter of a CLI provider (the registry's, loaded on first use; a fake in unit tests). */
+  adapter(name: ProviderName): Promise<CliAdapter>;
   event(handle: string, event: string, turn?: string, detail?: Record<string, unknown>, sink?: (e: EventRecord) => void): Promise<void>;
 }
 
-export function sessionContext(store: StateStore, tmux: TmuxFactory, adapter: (name: ProviderName) => CliAdapter): SessionContext {
+export function sessionContext(store: StateStore, tmux: TmuxFactory, adapter: (name: ProviderName) => CliAdapter | Promise<CliAdapter>): SessionContext {
   return {
     store,
     tmux,
-    adapter,
+    adapter: async (name) => adapter(name),
     async event(handle, event, turn, detail, sink) {
       const record: EventRecord = { time: new Date().toISOString(), handle, event, ...(turn ? { turn } : {}), ...(detail ? { detail } : {}) };
       await store.appendEvent(record);

@@ -59,7 +59,7 @@ export async function executeTurn(ctx: SessionContext, handleId: string, journal
       outcome = await apiTurn(handle, message, req.env, timeoutMs, hooks, req.signal);
     } else {
       const run = await runProviderTurn({
-        adapter: ctx.adapter(handle.provider.provider),
+        adapter: await ctx.adapter(handle.provider.provider),
         handle: handle.provider,
         config: sessionConfig(handle),
         message,

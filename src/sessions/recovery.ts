@@ -3,6 +3,7 @@ import type { TurnOutcome } from '../engine/types.js';
 import { CalError, toCalError } from '../errors.js';
 import type { ProviderHandle } from '../handles/schema.js';
 import { isProcessAlive, type HeldLock } from '../state/lock.js';
+import { readSettledMark, saveSettledMark, type SettledMark } from '../state/settled-mark.js';
 import { terminalStatuses, type TurnRecord } from '../state/turns.js';
 import { readHistory } from './api-history.js';
 import { errorKindFor, handleLockName, sessionConfig, type SessionContext } from './context.js';
@@ -199,7 +200,7 @@ async function recoveryPlan(ctx: SessionContext, handleId: string, turn: TurnRec
   // A first turn whose cal died right after the launch has no pane or transcript on the handle
   // yet, but the id chosen up front still finds what the CLI recorded.
   if (mayHaveBeenSent && (provider.transcript || provider.tmux || provider.pendingSessionId)) {
-    const seen = await observeRecordedTurn(ctx.adapter(provider.provider), provider, sessionConfig(handle), turn.message, turnSentAt(turn), env, ctx.tmux);
+    const seen = await observeRecordedTurn(await ctx.adapter(provider.provider), provider, sessionConfig(handle), turn.message, turnSentAt(turn), env, ctx.tmux);
     const obs = seen.observation;
     const rebound = seen.handle !== provider ? seen.handle : null;
     if (obs.phase === 'ended') {
@@ -217,14 +218,27 @@ async function recoveryPlan(ctx: SessionContext, handleId: string, turn: TurnRec
   return { action: 'delivered' };
 }
 
+/** How far the settled mark must move before it is written again (one fsync'd write per this many turns). */
+const MARK_STEP = 8;
+
 /**
  * Before a new message goes in: an earlier turn the CLI received but whose cal stopped following
  * it (a --timeout, a killed cal) is settled from the transcript first. While the CLI is still
  * working on it, the handle is busy (or, with --wait, waited for): a second message would be
- * folded into the running turn and the first answer lost.
+ * folded into the running turn and the first answer lost. Only the records the handle's settled
+ * mark leaves open are read, so the cost does not grow with the session.
  */
 export async function settleEarlierTurns(ctx: SessionContext, handleId: string, current: TurnRecord, req: ExecOptions): Promise<void> {
-  for (const turn of await ctx.store.listTurns(handleId)) {
+  const dir = ctx.store.turnsDir(handleId);
+  let mark = await readSettledMark(dir);
+  // A mark at or past this turn was not written for this folder's records: it is not trusted.
+  if (mark.through >= current.seq) mark = { through: 0, open: [] };
+  const open = new Set(mark.open);
+  const read = await ctx.store.turnsWhere(handleId, (seq) => seq > mark.through || open.has(seq));
+  // Files not all named by their seq: every record is read, and no mark is kept.
+  const turns = read ? read.flatMap((r) => (r.turn ? [r.turn] : [])).sort((a, b) => a.seq - b.seq) : await ctx.store.listTurns(handleId);
+  const settled = new Set(turns.filter((t) => terminalStatuses.has(t.status)).map((t) => t.id));
+  for (const turn of turns) {
     if (turn.id === current.id || terminalStatuses.has(turn.status)) continue;
     // A turn that never left cal is recover's to deliver; one whose owner still runs is its own.
     if (turn.status !== 'running' && !(turn.status === 'sending' && turn.sentAt)) continue;
@@ -237,5 +251,18 @@ export async function settleEarlierTurns(ctx: SessionContext, handleId: string, 
     const journal = await adoptTurn(ctx.store, turn);
     const waitS = req.waitSeconds === undefined || req.waitSeconds === Infinity ? req.timeoutSeconds : req.waitSeconds;
     await applyPlan(ctx, handleId, journal, plan, { ...req, ...(waitS !== undefined ? { timeoutSeconds: waitS } : {}) });
+    if (terminalStatuses.has(journal.turn.status)) settled.add(turn.id);
   }
+  if (read) await advanceSettledMark(dir, mark, current.seq, read.filter((r) => !r.turn || !settled.has(r.turn.id)).map((r) => r.seq));
+}
+
+/**
+ * Moves the mark up to just below the current turn. Every record under it was read above (a
+ * record's seq is taken, and its file written, under the seq lock, so none below the current
+ * turn can appear later); those not settled now, or not readable, stay open for the next turn.
+ */
+async function advanceSettledMark(dir: string, mark: SettledMark, currentSeq: number, unsettled: number[]): Promise<void> {
+  const through = currentSeq - 1;
+  const next: SettledMark = { through, open: [...new Set(unsettled.filter((seq) => seq <= through))].sort((a, b) => a - b) };
+  if (next.through - mark.through >= MARK_STEP || next.open.length < mark.open.length) await saveSettledMark(dir, next);
 }

@@ -327,6 +327,24 @@ export class StateStore {
     return named.sort((a, b) => a.seq - b.seq);
   }
 
+  /**
+   * Only the turn records whose seq (read from the file name, which is what `wanted` and the
+   * returned seq are) `wanted` takes, in that seq's order; `turn` is null for a record that
+   * cannot be read. Null when some .json file is not named like a turn record (then its content
+   * decides, and only listTurns can tell).
+   */
+  async turnsWhere(handleId: string, wanted: (seq: number) => boolean): Promise<Array<{ seq: number; turn: TurnRecord | null }> | null> {
+    const named = await this.namedTurnFiles(handleId);
+    if (!named) return null;
+    const out: Array<{ seq: number; turn: TurnRecord | null }> = [];
+    for (const { entry, seq } of named) {
+      if (!wanted(seq)) continue;
+      const read = await readJsonFile(path.join(this.turnsDir(handleId), entry), TurnRecord);
+      out.push({ seq, turn: read.ok ? read.value : null });
+    }
+    return out;
+  }
+
   async listTurns(handleId: string): Promise<TurnRecord[]> {
     const dir = this.turnsDir(handleId);
     await refuseSymlink(dir);

@@ -3,7 +3,8 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cliAdapter } from '../../src/adapters/registry.js';
+import { loadRegisteredAdapters } from '../../src/adapters/registry.js';
+import type { CliAdapter } from '../../src/adapters/types.js';
 import { prepareMessage } from '../../src/engine/message.js';
 import { CalError, exitCodes } from '../../src/errors.js';
 import type { Transport } from '../../src/handles/schema.js';
@@ -38,6 +39,8 @@ const STRUCTURED_RUNS = 3;
 const TIMEOUT = ['--timeout', '60'];
 
 type Provider = 'claude-code' | 'codex' | 'pi';
+const registered = new Map<string, CliAdapter>((await loadRegisteredAdapters()).map((a) => [a.name, a]));
+const adapterOf = (provider: Provider): CliAdapter => registered.get(provider) as CliAdapter;
 const PROVIDERS: Provider[] = ['claude-code', 'codex', 'pi'];
 
 /**
@@ -80,7 +83,7 @@ function found(root: string): Case[] {
 function expectedRefusal(provider: Provider, transport: Transport, message: string): string | null {
   if (message.includes('\u0000')) return 'NUL';
   try {
-    prepareMessage(cliAdapter(provider), transport, message);
+    prepareMessage(adapterOf(provider), transport, message);
     return null;
   } catch (err) {
     if (err instanceof CalError && err.kind === 'usage') return err.message;
@@ -103,7 +106,7 @@ type Route = 'paste' | 'launch' | 'structured';
  */
 function promised(provider: Provider, route: Route, message: string): { text: string; same: (received: string) => boolean } {
   if (route !== 'structured') {
-    const typed = prepareMessage(cliAdapter(provider), 'tmux', message).typed;
+    const typed = prepareMessage(adapterOf(provider), 'tmux', message).typed;
     if (provider === 'claude-code') return { text: typed, same: (r) => asRead(r) === asRead(typed) };
     if (route === 'launch') return { text: typed, same: (r) => r === typed };
     const trimmed = provider === 'pi' ? typed.trim() : typed.replace(/^\p{White_Space}+|\p{White_Space}+$/gu, '');

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { cliAdapter } from '../../src/adapters/registry.js';
+import { loadRegisteredAdapters } from '../../src/adapters/registry.js';
 import { geminiAdapter } from '../../src/adapters/gemini/index.js';
 import type { CliAdapter } from '../../src/adapters/types.js';
 import { ClaudeTurnObserver, normaliseForMatch as claudeStored } from '../../src/adapters/claude-code/transcript.js';
@@ -36,8 +36,10 @@ const runsCommand: Record<string, (typed: string) => boolean> = {
   gemini: (typed) => /^[\s\p{Default_Ignorable_Code_Point}\p{Cf}]*\/(?![/*])/u.test(typed) || /^!/.test(typed),
 };
 
+const registered = new Map<string, CliAdapter>((await loadRegisteredAdapters()).map((a) => [a.name, a]));
+
 function adapterFor(name: string): CliAdapter {
-  return name === 'gemini' ? geminiAdapter : cliAdapter(name as 'claude-code');
+  return name === 'gemini' ? geminiAdapter : (registered.get(name) as CliAdapter);
 }
 
 describe('messages into panes, for every CLI (property)', () => {
@@ -67,7 +69,7 @@ describe('messages into panes, for every CLI (property)', () => {
   it('the structured transport has no terminal: the text goes exactly as given', () => {
     fc.assert(
       fc.property(message, (m) => {
-        expect(prepareMessage(cliAdapter('codex'), 'structured', m)).toEqual({ text: m, typed: m });
+        expect(prepareMessage(adapterFor('codex'), 'structured', m)).toEqual({ text: m, typed: m });
       }),
     );
   });
@@ -76,7 +78,7 @@ describe('messages into panes, for every CLI (property)', () => {
     fc.assert(
       // (VT and FF are controls, which reach the pane as visible pictures: not among these.)
       fc.property(fc.array(fc.constantFrom(...invisible, ...blanks.filter((b) => b !== '\u000b' && b !== '\u000c')), { minLength: 1, maxLength: 6 }), (parts) => {
-        expect(() => prepareMessage(cliAdapter('claude-code'), 'tmux', parts.join(''))).toThrow(/no visible text|empty/);
+        expect(() => prepareMessage(adapterFor('claude-code'), 'tmux', parts.join(''))).toThrow(/no visible text|empty/);
       }),
     );
   });

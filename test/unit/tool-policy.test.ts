@@ -6,7 +6,7 @@ import { claudeToolPolicies, launchEnv, sessionFlags as claudeFlags } from '../.
 import { codexToolPolicies, commonOverrides } from '../../src/adapters/codex/config.js';
 import { cursorArgv, cursorToolPolicies } from '../../src/adapters/cursor/turn.js';
 import { piToolPolicies, sessionFlags as piFlags } from '../../src/adapters/pi/launch.js';
-import { registeredAdapters } from '../../src/adapters/registry.js';
+import { loadRegisteredAdapters } from '../../src/adapters/registry.js';
 import type { LaunchRequest, SessionConfig } from '../../src/adapters/types.js';
 import { checkStability, dirIdentity } from '../../src/engine/stability.js';
 import { toolPolicies } from '../../src/handles/schema.js';
@@ -66,8 +66,8 @@ describe('each adapter maps the tool policies to its CLI', () => {
     expect(() => agyArgv('/a', { ...features, skipPermissions: false }, cfg('bypass'), null, 'm', 1000)).toThrow(/no agy equivalent/);
   });
 
-  it('every registered adapter declares only known policies, default among them', () => {
-    for (const adapter of registeredAdapters()) {
+  it('every registered adapter declares only known policies, default among them', async () => {
+    for (const adapter of await loadRegisteredAdapters()) {
       expect(adapter.toolPolicies, adapter.name).toContain('default');
       for (const p of adapter.toolPolicies ?? []) expect(toolPolicies).toContain(p);
     }

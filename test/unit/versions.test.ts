@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { registeredAdapters } from '../../src/adapters/registry.js';
+import { loadRegisteredAdapters } from '../../src/adapters/registry.js';
 import { geminiAdapter } from '../../src/adapters/gemini/index.js';
 import { compareVersions, pinSupported, versionSupport } from '../../src/adapters/versions.js';
 import { CalError, exitCodes } from '../../src/errors.js';
@@ -70,7 +70,7 @@ describe('supported versions', () => {
     });
   });
 
-  it('every adapter declares a floor at or below its newest certified release, and certifies the pinned one', () => {
+  it('every adapter declares a floor at or below its newest certified release, and certifies the pinned one', async () => {
     const pinned: Record<string, string> = {
       'claude-code': pinnedCli.claude.version,
       codex: pinnedCli.codex.version,
@@ -78,7 +78,7 @@ describe('supported versions', () => {
       gemini: pinnedCli.gemini.version,
     };
     // (Cursor and Agy cannot run here: their releases are placed by the user's live certification.)
-    for (const adapter of [...registeredAdapters(), geminiAdapter].filter((a) => !a.liveCertificationOnly)) {
+    for (const adapter of [...(await loadRegisteredAdapters()), geminiAdapter].filter((a) => !a.liveCertificationOnly)) {
       const { floor, certified } = adapter.versions!;
       expect(compareVersions(floor, certified), adapter.name).toBeLessThanOrEqual(0);
       expect(versionSupport(adapter.name, pinned[adapter.name] as string, adapter.versions!, 'x'), adapter.name).toBe('certified');
