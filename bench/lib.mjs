@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-export const calBin = path.join(root, 'bin', 'cal.js');
+export const calBin = path.join(root, 'bin', 'cal.cjs');
 export const binDir = path.join(root, 'node_modules', '.bin');
 export const now = () => performance.timeOrigin + performance.now();
 

@@ -27,7 +27,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const cal = path.join(root, 'bin', 'cal.js');
+const cal = path.join(root, 'bin', 'cal.cjs');
 const dist = (p) => import(path.join(root, 'dist', p));
 const TARGET = 1.15;
 const TURNS = Number(process.env.BENCH_TURNS ?? 9);

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Bundles the command-line entry (dist/cli.js, tsc's output) into CommonJS chunks in dist/bin/:
 // a start of `cal` then reads a few chunks instead of resolving and linking ~250 modules (zod
-// alone was ~95 of them), and bin/cal.js compiles them through V8's code cache
-// (src/util/compile-cache.ts), which Node 20 offers to CommonJS only. Commands and adapters stay
+// alone was ~95 of them), and bin/cal.cjs compiles them through V8's code cache
+// (src/util/compile-cache.cts), which Node 20 offers to CommonJS only. Commands and adapters stay
 // behind their dynamic imports, so each becomes its own chunk, loaded when used. The library
 // entry (dist/index.js) is not bundled: programs import tsc's modules as they are.
 //

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
  * The installed package's root folder. This module sits two folders below it both in the
  * compiled library (dist/util/) and in the bundled command-line entry (dist/bin/, where every
  * chunk lands in one folder), so one relative step finds it from either; the files cal ships or
- * runs beside itself (package.json, bin/cal.js, Pi's bridge extension, the pinned CLIs of a
+ * runs beside itself (package.json, bin/cal.cjs, Pi's bridge extension, the pinned CLIs of a
  * checkout) are named from here, never relative to the module that needs them.
  */
 export const packageRoot = fileURLToPath(new URL('../../', import.meta.url));

@@ -21,14 +21,14 @@ async function packedFiles(): Promise<string[]> {
 describe('npm pack', () => {
   it('ships dist (JavaScript and .d.ts), bin, README.md and package.json, and nothing else', async () => {
     const files = await packedFiles();
-    for (const needed of ['package.json', 'README.md', 'bin/cal.js', 'dist/index.js', 'dist/index.d.ts', 'dist/cli.js', 'dist/library/sessions.js', 'dist/library/types.d.ts', 'dist/bin/cli.cjs']) {
+    for (const needed of ['package.json', 'README.md', 'bin/cal.cjs', 'dist/index.js', 'dist/index.d.ts', 'dist/cli.js', 'dist/library/sessions.js', 'dist/library/types.d.ts', 'dist/bin/cli.cjs']) {
       expect(files).toContain(needed);
     }
-    const unexpected = files.filter((f) => !['package.json', 'README.md', 'bin/cal.js'].includes(f) && !/^dist\/.+\.(js|d\.ts)$/.test(f) && !/^dist\/bin\/[\w-]+\.cjs$/.test(f));
+    const unexpected = files.filter((f) => !['package.json', 'README.md', 'bin/cal.cjs'].includes(f) && !/^dist\/.+\.(js|d\.ts)$/.test(f) && !/^dist\/bin\/[\w-]+\.cjs$/.test(f) && !/^dist\/util\/compile-cache\.(cjs|d\.cts)$/.test(f));
     expect(unexpected).toEqual([]);
     expect(files.filter((f) => /^(src|test|docs|fixtures|bench|scripts)\//.test(f) || f.endsWith('.map'))).toEqual([]);
     // Every module ships its declarations, so a type in the public surface always resolves; the
-    // bundled command line (dist/bin/, run by bin/cal.js) is no module anyone imports.
+    // bundled command line (dist/bin/, run by bin/cal.cjs) is no module anyone imports.
     const js = files.filter((f) => f.startsWith('dist/') && !f.startsWith('dist/bin/') && f.endsWith('.js'));
     expect(js.filter((f) => !files.includes(f.replace(/\.js$/, '.d.ts')))).toEqual([]);
   });
@@ -38,7 +38,7 @@ describe('npm pack', () => {
     expect(Object.keys(pkg.exports)).toEqual(['.', './package.json']);
     expect(pkg.exports['.']).toEqual({ types: './dist/index.d.ts', default: './dist/index.js' });
     expect(pkg.types).toBe('./dist/index.d.ts');
-    expect(pkg.bin).toEqual({ cal: 'bin/cal.js' });
+    expect(pkg.bin).toEqual({ cal: 'bin/cal.cjs' });
     expect(pkg.dependencies.chalk).toBeUndefined();
   });
 });

@@ -23,4 +23,4 @@ export function cliBin(name: PinnedCliName): string {
 }
 
 /** The built `cal` entry (tests run the built CLI as a black box). */
-export const calBin = path.join(repoRoot, 'bin', 'cal.js');
+export const calBin = path.join(repoRoot, 'bin', 'cal.cjs');

@@ -69,7 +69,7 @@ describe('layers of the library', () => {
 describe('what a run of the built cal loads', () => {
   let dir: string;
   /**
-   * bin/cal.js runs the bundled entry (dist/bin/), whose chunks no longer say which module is
+   * bin/cal.cjs runs the bundled entry (dist/bin/), whose chunks no longer say which module is
    * which; the same program unbundled (tsc's dist/cli.js, which the bundle is built from and whose
    * dynamic imports it keeps as chunk boundaries) shows module by module what a command loads.
    */
@@ -131,8 +131,8 @@ describe('what a run of the built cal loads', () => {
     for (const args of [['--version'], ['continue', 'abcdefg', 'hello'], ['start', '--provider', 'claude-code', ''], ['inspect', '--json']]) {
       const { modules, packages } = await loaded(args, calBin);
       expect({ args, packages }).toEqual({ args, packages: [] });
-      // The bundle's chunks, and the code-cache loader bin/cal.js starts them with.
-      expect(modules.filter((m) => !m.startsWith('bin/') && m !== 'util/compile-cache.js')).toEqual([]);
+      // The bundle's chunks, and the code-cache loader bin/cal.cjs starts them with.
+      expect(modules.filter((m) => !m.startsWith('bin/') && m !== 'util/compile-cache.cjs')).toEqual([]);
       expect(modules).toContain('bin/cli.cjs');
     }
   });

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { calBin, repoRoot } from '../support/clis.js';
 
 /**
- * The code cache bin/cal.js compiles the bundled chunks through (src/util/compile-cache.ts),
+ * The code cache bin/cal.cjs compiles the bundled chunks through (src/util/compile-cache.cts),
  * exercised on the built cal: what it writes where, that a second run reuses it, and that no
  * state of the cache (corrupt, unwritable, turned off) changes what cal does.
  */
