@@ -39,7 +39,7 @@ const SCRIPTED_ENV_KEEP = ['PATH', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TERM', 'TZ', '
 
 /** The built `cal` entry, for scenarios that need a second cal process (a user's next call). */
 export function calEntry(): string {
-  return packagePath('bin', 'cal.js');
+  return packagePath('bin', 'cal.cjs');
 }
 
 export interface WorkDir {
