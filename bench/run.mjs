@@ -219,12 +219,15 @@ async function structured() {
   let found = 0;
   for (let i = 0; i < lines.length; i++) {
     const head = /^(\S+) (\S+), /.exec(lines[i]);
-    const verdict = head && lines.slice(i + 1, i + 4).map((l) => /ratio ([\d.]+)x\s+(PASS|MISS) \(target ≤ ([\d.]+)x\)/.exec(l)).find(Boolean);
+    // The provider's block runs to the next provider's header line.
+    const end = lines.findIndex((l, k) => k > i && /^\S+ \S+, /.test(l));
+    const block = lines.slice(i + 1, end === -1 ? lines.length : end);
+    const verdict = head && block.map((l) => /ratio ([\d.]+)x\s+(PASS|MISS) \(target ≤ ([\d.]+)x\)/.exec(l)).find(Boolean);
     if (!head || !verdict) continue;
     found++;
     const [, provider, version] = head;
     const [, ratio, pass, factor] = verdict;
-    const detail = lines.slice(i + 1, i + 3).map((l) => l.trim().replace(/\s+/g, ' ')).join('; ');
+    const detail = block.filter((l) => /bare CLI resume|native binary|cal continue/.test(l)).map((l) => l.trim().replace(/\s+/g, ' ')).join('; ');
     report.ratio(`\`cal continue\` on ${provider} ${version} structured ≤ ${factor}x the bare CLI's resume (bench/structured.mjs)`, Number(ratio), Number(factor), pass === 'PASS', detail);
   }
   if (run.code !== 0 && found === 0) report.failed('`cal continue` on the structured transport (bench/structured.mjs)', `exited ${run.code}: ${(run.stderr || run.stdout).trim().slice(-400)}`);
