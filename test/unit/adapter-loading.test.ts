@@ -11,6 +11,7 @@ import { dirIdentity } from '../../src/engine/stability.js';
 import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, type ProviderName, type Transport } from '../../src/handles/schema.js';
 import { StateStore } from '../../src/state/store.js';
 import { calBin, repoRoot } from '../support/clis.js';
+import { loadedFiles, writeLoadRecorder } from '../support/load-recorder.js';
 
 /**
  * The adapter registry loads an adapter on first use: a continue of one CLI's session builds that
@@ -43,6 +44,7 @@ describe('what a continue of one provider loads of the adapters', () => {
   let state: string;
   let work: string;
   let unbundledBin: string;
+  let recorder: string[];
 
   beforeAll(async () => {
     if (!existsSync(path.join(repoRoot, 'dist', 'cli.js'))) throw new Error('dist/cli.js is missing: run npm run build first');
@@ -50,18 +52,7 @@ describe('what a continue of one provider loads of the adapters', () => {
     state = path.join(dir, 'state');
     work = path.join(dir, 'work');
     await fs.mkdir(work);
-    await fs.writeFile(
-      path.join(dir, 'hook.mjs'),
-      "export async function load(url, context, next) { if (url.startsWith('file:')) process._rawDebug('LOADED ' + url); return next(url, context); }\n",
-    );
-    await fs.writeFile(path.join(dir, 'register.mjs'), "import { register } from 'node:module';\nregister('./hook.mjs', import.meta.url);\n");
-    // The bundle's chunks are CommonJS, which module.register hooks do not see on Node 20.
-    await fs.writeFile(
-      path.join(dir, 'require-hook.cjs'),
-      "const Module = require('node:module');\nconst load = Module._load;\nModule._load = function (request, parent, isMain) {\n  const loaded = load.apply(this, arguments);\n  try { const file = Module._resolveFilename(request, parent, isMain); if (file.startsWith('/')) process._rawDebug('LOADED file://' + file); } catch {}\n  return loaded;\n};\n",
-    );
-    unbundledBin = path.join(dir, 'cal-unbundled.mjs');
-    await fs.writeFile(unbundledBin, `import { main } from ${JSON.stringify(path.join(repoRoot, 'dist', 'cli.js'))};\nmain(process.argv).then((code) => { process.exitCode = code; });\n`);
+    ({ nodeArgs: recorder, unbundledBin } = await writeLoadRecorder(dir));
   });
 
   afterAll(async () => {
@@ -102,15 +93,12 @@ describe('what a continue of one provider loads of the adapters', () => {
 
   /** A run of the built cal: the files it loaded and its stderr. */
   async function calRun(bin: string, args: string[]): Promise<{ loaded: string[]; stderr: string }> {
-    const res = await run(process.execPath, ['--require', path.join(dir, 'require-hook.cjs'), '--import', path.join(dir, 'register.mjs'), bin, '--state-dir', state, ...args], {
+    const res = await run(process.execPath, [...recorder, bin, '--state-dir', state, ...args], {
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NO_COLOR: '1' },
       cwd: work,
     }).catch((err: { stderr: string }) => ({ stderr: err.stderr }));
-    const lines = res.stderr.split('\n');
-    return {
-      loaded: lines.filter((l) => l.startsWith('LOADED ')).map((l) => decodeURIComponent(new URL(l.slice(7)).pathname)),
-      stderr: lines.filter((l) => !l.startsWith('LOADED ')).join('\n'),
-    };
+    const { files, rest } = loadedFiles(res.stderr);
+    return { loaded: files, stderr: rest };
   }
 
   /** The adapter folders (under dist/adapters/) an unbundled run of cal loaded modules from, and its stderr. */

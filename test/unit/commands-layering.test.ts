@@ -6,6 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { calBin, repoRoot } from '../support/clis.js';
+import { loadedFiles, writeLoadRecorder } from '../support/load-recorder.js';
 
 /**
  * Where the library sits (above the agent sessions, below the commands) and what the hot paths
@@ -68,28 +69,14 @@ describe('layers of the library', () => {
 
 describe('what a run of the built cal loads', () => {
   let dir: string;
-  /**
-   * bin/cal.cjs runs the bundled entry (dist/bin/), whose chunks no longer say which module is
-   * which; the same program unbundled (tsc's dist/cli.js, which the bundle is built from and whose
-   * dynamic imports it keeps as chunk boundaries) shows module by module what a command loads.
-   */
+  // The unbundled program shows module by module what a command loads (support/load-recorder.ts).
   let unbundledBin: string;
+  let recorder: string[];
 
   beforeAll(async () => {
     if (!existsSync(path.join(repoRoot, 'dist', 'cli.js'))) throw new Error('dist/cli.js is missing: run npm run build first');
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'cal-loads-'));
-    await fs.writeFile(
-      path.join(dir, 'hook.mjs'),
-      "export async function load(url, context, next) { if (url.startsWith('file:')) process._rawDebug('LOADED ' + url); return next(url, context); }\n",
-    );
-    await fs.writeFile(path.join(dir, 'register.mjs'), "import { register } from 'node:module';\nregister('./hook.mjs', import.meta.url);\n");
-    // The bundle's chunks are CommonJS, which module.register hooks do not see on Node 20.
-    await fs.writeFile(
-      path.join(dir, 'require-hook.cjs'),
-      "const Module = require('node:module');\nconst load = Module._load;\nModule._load = function (request, parent, isMain) {\n  const loaded = load.apply(this, arguments);\n  try { const file = Module._resolveFilename(request, parent, isMain); if (file.startsWith('/')) process._rawDebug('LOADED file://' + file); } catch {}\n  return loaded;\n};\n",
-    );
-    unbundledBin = path.join(dir, 'cal-unbundled.mjs');
-    await fs.writeFile(unbundledBin, `import { main } from ${JSON.stringify(path.join(repoRoot, 'dist', 'cli.js'))};\nmain(process.argv).then((code) => { process.exitCode = code; });\n`);
+    ({ nodeArgs: recorder, unbundledBin } = await writeLoadRecorder(dir));
   });
 
   afterAll(async () => {
@@ -98,10 +85,10 @@ describe('what a run of the built cal loads', () => {
 
   /** The files a run loads: dist modules relative to dist/, packages by name. */
   async function loaded(args: string[], bin = unbundledBin): Promise<{ modules: string[]; packages: string[] }> {
-    const res = await run(process.execPath, ['--require', path.join(dir, 'require-hook.cjs'), '--import', path.join(dir, 'register.mjs'), bin, '--state-dir', path.join(dir, 'state'), ...args], {
+    const res = await run(process.execPath, [...recorder, bin, '--state-dir', path.join(dir, 'state'), ...args], {
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NO_COLOR: '1' },
     }).catch((err: { stderr: string }) => ({ stderr: err.stderr }));
-    const urls = res.stderr.split('\n').filter((l) => l.startsWith('LOADED ')).map((l) => decodeURIComponent(new URL(l.slice(7)).pathname));
+    const urls = loadedFiles(res.stderr).files;
     const dist = path.join(repoRoot, 'dist') + path.sep;
     return {
       modules: urls.filter((u) => u.startsWith(dist)).map((u) => u.slice(dist.length)),

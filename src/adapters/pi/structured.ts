@@ -2,7 +2,7 @@ import { z } from '../../util/zod.js';
 import { CalError } from '../../errors.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
 import { lastStderrLine, runJsonlProcess } from '../structured-process.js';
-import type { LaunchRequest, StructuredRunRequest, StructuredTransport, StructuredTurnResult, TurnProgress } from '../types.js';
+import type { StructuredRunRequest, StructuredTransport, StructuredTurnResult, TurnProgress } from '../types.js';
 import { sessionFileFor, sessionFlags } from './launch.js';
 import { AssistantMessage, contentText, SessionHeader, ToolCallBlock, toolFromCall, ToolResultMessage } from './session.js';
 
