@@ -1,5 +1,5 @@
 import fs from 'node:fs/promises';
-import { CalError, TurnError, type CalEvent, type Handle, type Turn, type TurnResult } from '../index.js';
+import { CalError, TurnError, type Handle, type Turn, type TurnResult } from '../index.js';
 import { checkMessage } from '../library/history.js';
 import { toCalError } from '../errors.js';
 import type { LiveOutput } from './progress.js';
