@@ -226,15 +226,18 @@ describe.each(oldestAndNewest('claude-code'))('Claude Code %s: a prompt blocked 
 });
 
 describe('a release newer than the newest certified', () => {
+  // Built on the newest certified release of the matrix: skipped where it is not installed, like
+  // every matrix test here (with CAL_REQUIRE_MATRIX=1, as in CI, the first describe fails the run).
+  const skip = !installed('claude-code', claudeCodeVersions.certified);
   let s: CliSuite;
   beforeAll(async () => {
-    s = await claudeSuite('newer');
+    if (!skip) s = await claudeSuite('newer');
   });
   afterAll(async () => {
     await s?.close();
   });
 
-  it('runs, says so once on stderr (and in --json), and inspect shows it uncertified', async () => {
+  it.skipIf(skip)('runs, says so once on stderr (and in --json), and inspect shows it uncertified', async () => {
     // The newest certified Claude Code behind a --version one release past it, as a release
     // published after the matrix was certified would look.
     const real = realpathSync(matrixBin('claude-code', claudeCodeVersions.certified));
