@@ -7,14 +7,15 @@
 // entry (dist/index.js) is not bundled: programs import tsc's modules as they are.
 //
 // The TUI (Ink and React, whose modules use top-level await) stays outside: commands/inspect.ts
-// imports tsc's dist/tui/run.js by a path computed at run time, so the bundler never sees it.
+// requires tsc's dist/tui/load.js by a path computed at run time, so the bundler never sees it.
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'rolldown';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-// Never reached from the bundle (the TUI is imported by path); listed so a stray import fails the build's purpose loudly rather than pulling Ink in.
+// Never reached from the bundle (the TUI is loaded by path). Should a module import them anyway,
+// they stay imports of node_modules: Ink cannot be turned into CommonJS (top-level await).
 const outside = /^(ink|react)(\/|$)/;
 // util/package-root.js finds the package two folders above its chunk: dist/bin/ keeps that true.
 const outDir = path.join(root, 'dist', 'bin');

@@ -119,8 +119,8 @@ export function requireWithCompileCache<T>(entry: string, env: NodeJS.ProcessEnv
   const dir = compileCacheDir(chunks, env);
   if (env.CAL_COMPILE_CACHE === '0' || !usableDir(dir)) return require(entry) as T;
   const compiledNow: CompiledChunk[] = [];
-  // Module.prototype._compile is what Node calls with a CommonJS file's source; it is the one
-  // place a loader can hand V8 cached data (this is how v8-compile-cache and Node 22 do it).
+  // Module.prototype._compile is what Node calls with a CommonJS file's source: the one place a
+  // loader can hand V8 cached data (v8-compile-cache hooks the same place).
   const proto = Module.prototype as unknown as { _compile(content: string, filename: string): unknown };
   const compile = proto._compile;
   proto._compile = function (this: NodeJS.Module, content: string, filename: string) {
