@@ -3,7 +3,8 @@ import type { TurnOutcome } from '../engine/types.js';
 import { CalError, toCalError } from '../errors.js';
 import type { ProviderHandle } from '../handles/schema.js';
 import { isProcessAlive, type HeldLock } from '../state/lock.js';
-import { readSettledMark, saveSettledMark, type SettledMark } from '../state/settled-mark.js';
+import type { SettledMark } from '../state/settled-mark.js';
+import type { StateStore } from '../state/store.js';
 import { terminalStatuses, type TurnRecord } from '../state/turns.js';
 import { readHistory } from './api-history.js';
 import { errorKindFor, handleLockName, sessionConfig, type SessionContext } from './context.js';
@@ -229,8 +230,7 @@ const MARK_STEP = 8;
  * mark leaves open are read, so the cost does not grow with the session.
  */
 export async function settleEarlierTurns(ctx: SessionContext, handleId: string, current: TurnRecord, req: ExecOptions): Promise<void> {
-  const dir = ctx.store.turnsDir(handleId);
-  let mark = await readSettledMark(dir);
+  let mark = await ctx.store.settledMark(handleId);
   // A mark at or past this turn was not written for this folder's records: it is not trusted.
   if (mark.through >= current.seq) mark = { through: 0, open: [] };
   const open = new Set(mark.open);
@@ -253,7 +253,7 @@ export async function settleEarlierTurns(ctx: SessionContext, handleId: string, 
     await applyPlan(ctx, handleId, journal, plan, { ...req, ...(waitS !== undefined ? { timeoutSeconds: waitS } : {}) });
     if (terminalStatuses.has(journal.turn.status)) settled.add(turn.id);
   }
-  if (read) await advanceSettledMark(dir, mark, current.seq, read.filter((r) => !r.turn || !settled.has(r.turn.id)).map((r) => r.seq));
+  if (read) await advanceSettledMark(ctx.store, handleId, mark, current.seq, read.filter((r) => !r.turn || !settled.has(r.turn.id)).map((r) => r.seq));
 }
 
 /**
@@ -261,8 +261,8 @@ export async function settleEarlierTurns(ctx: SessionContext, handleId: string, 
  * record's seq is taken, and its file written, under the seq lock, so none below the current
  * turn can appear later); those not settled now, or not readable, stay open for the next turn.
  */
-async function advanceSettledMark(dir: string, mark: SettledMark, currentSeq: number, unsettled: number[]): Promise<void> {
+async function advanceSettledMark(store: StateStore, handleId: string, mark: SettledMark, currentSeq: number, unsettled: number[]): Promise<void> {
   const through = currentSeq - 1;
   const next: SettledMark = { through, open: [...new Set(unsettled.filter((seq) => seq <= through))].sort((a, b) => a - b) };
-  if (next.through - mark.through >= MARK_STEP || next.open.length < mark.open.length) await saveSettledMark(dir, next);
+  if (next.through - mark.through >= MARK_STEP || next.open.length < mark.open.length) await store.saveSettledMark(handleId, next);
 }

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { z } from '../util/zod.js';
 import { CalError } from '../errors.js';
 import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleId, HandleName, VersionProbe } from '../handles/schema.js';
+import { readSettledMark, saveSettledMark, type SettledMark } from './settled-mark.js';
 import { appendJsonLine, ensurePrivateDir, readJsonFile, readJsonLines, refuseNonDirectory, refuseNonRegular, refuseSymlink, stateWriteError, writeJsonAtomic } from './fs.js';
 import { LockDirectory } from './lock.js';
 import { resolveStateDir, stateLayout, type StateLayout } from './paths.js';
@@ -325,6 +326,15 @@ export class StateStore {
       named.push({ entry, seq: Number(m[1]) });
     }
     return named.sort((a, b) => a.seq - b.seq);
+  }
+
+  /** What a continue need not read again of the handle's turn records (state/settled-mark.ts). */
+  settledMark(handleId: string): Promise<SettledMark> {
+    return readSettledMark(this.turnsDir(handleId));
+  }
+
+  saveSettledMark(handleId: string, mark: SettledMark): Promise<void> {
+    return saveSettledMark(this.turnsDir(handleId), mark);
   }
 
   /**

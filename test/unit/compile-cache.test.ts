@@ -51,9 +51,13 @@ describe('the compile cache of the bundled command line', () => {
     expect(names.some((n) => /\/cli\.cjs-\d+-\d+$/.test(n))).toBe(true);
     expect(names.every((n) => n.startsWith(`v8-${process.versions.v8}-${process.arch}-`))).toBe(true);
     expect([...first.values()].every((b) => b.length > 0)).toBe(true);
+    const inodes = async () => Promise.all([...first.keys()].map(async (n) => (await fs.stat(path.join(cacheHome, 'cal', 'compile', n))).ino));
+    const before = await inodes();
     await cal(['--version']);
-    // Accepted entries are not written again (a rejected one would be).
+    // Accepted entries are not written again: a rejected one would be, by a rename that gives it
+    // a new inode even when its bytes come out the same.
     expect(await entries()).toEqual(first);
+    expect(await inodes()).toEqual(before);
     // A command that needs more chunks adds theirs and keeps the others.
     await cal(['inspect', '--json']);
     const more = await entries();

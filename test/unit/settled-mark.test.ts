@@ -4,7 +4,6 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { CalError } from '../../src/errors.js';
 import type { AgentSessions } from '../../src/sessions/agent-sessions.js';
 import { processStartTime } from '../../src/state/lock.js';
-import { readSettledMark } from '../../src/state/settled-mark.js';
 import type { StateStore } from '../../src/state/store.js';
 import type { TurnRecord } from '../../src/state/turns.js';
 import { type FakeCli, fakeSessions } from '../support/fake-engine.js';
@@ -75,7 +74,7 @@ describe('settling earlier turns reads only what can still be unsettled', () => 
     // What it read is the newest records, the new turn's own among them.
     expect(read.map((t) => t.message)).toContain('one more');
     expect(Math.min(...read.map((t) => t.seq))).toBeGreaterThan(50);
-    const mark = await readSettledMark(store.turnsDir(id));
+    const mark = await store.settledMark(id);
     expect(mark.open).toEqual([]);
     expect(mark.through).toBeGreaterThanOrEqual(52);
     expect((await store.listTurns(id)).map((t) => t.status)).toEqual(Array(61).fill('completed'));
@@ -87,7 +86,7 @@ describe('settling earlier turns reads only what can still be unsettled', () => 
     const parent = process.ppid;
     const ghost = await writeTurn(id, 13, 'ghost1', { status: 'running', ownerPid: parent, ownerStartTime: processStartTime(parent) });
     for (let i = 14; i <= 40; i++) await cont(id, `m${i}`);
-    const mark = await readSettledMark(store.turnsDir(id));
+    const mark = await store.settledMark(id);
     expect(mark.through).toBeGreaterThan(30);
     expect(mark.open).toEqual([13]);
 
@@ -106,7 +105,7 @@ describe('settling earlier turns reads only what can still be unsettled', () => 
     // Once it is settled, the mark lets it go.
     await writeTurn(id, 13, 'ghost1', { status: 'lost', ownerPid: DEAD_PID });
     await cont(id, 'm43');
-    expect((await readSettledMark(store.turnsDir(id))).open).toEqual([]);
+    expect((await store.settledMark(id)).open).toEqual([]);
   });
 
   it("the mark goes by the seq in a record's file name, whatever the record says inside", async () => {
@@ -115,7 +114,7 @@ describe('settling earlier turns reads only what can still be unsettled', () => 
     // File t0005-oddseq.json, a record inside that says it is turn 99.
     const odd = await writeTurn(id, 5, 'oddseq', { seq: 99, status: 'running', ownerPid: parent, ownerStartTime: processStartTime(parent) });
     for (let i = 6; i <= 16; i++) await cont(id, `m${i}`);
-    expect((await readSettledMark(store.turnsDir(id))).open).toEqual([5]);
+    expect((await store.settledMark(id)).open).toEqual([5]);
     await writeTurn(id, 5, 'oddseq', { seq: 99, status: 'running', ownerPid: DEAD_PID });
     expect(await cont(id, 'm17').catch((err: unknown) => err)).toMatchObject({ kind: 'busy', message: expect.stringContaining(odd.id) });
   });
@@ -124,7 +123,7 @@ describe('settling earlier turns reads only what can still be unsettled', () => 
     const id = await session(3);
     await fs.writeFile(path.join(store.turnsDir(id), 't0004-tornab.json'), '{"schemaVersion":1,');
     for (let i = 5; i <= 16; i++) await cont(id, `m${i}`);
-    expect((await readSettledMark(store.turnsDir(id))).open).toEqual([4]);
+    expect((await store.settledMark(id)).open).toEqual([4]);
 
     // A mark that claims more than the folder holds (not written for these records) is ignored:
     // the turn it would hide is found.
