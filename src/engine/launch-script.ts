@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes } from '../util/random.js';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { CalError } from '../errors.js';

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { digestHex } from '../util/digest.js';
 import { realpathSync, statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -21,7 +21,7 @@ export function dirIdentity(dir: string): DirIdentity {
 }
 
 export function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
+  return digestHex('sha256', text);
 }
 
 export async function hashFile(file: string): Promise<string> {

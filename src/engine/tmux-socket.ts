@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { digestHex } from '../util/digest.js';
 import { existsSync, lstatSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,7 +21,7 @@ export async function tmuxSocketFor(transportDir: string): Promise<string> {
   const base = path.join(existsSync('/tmp') ? '/tmp' : os.tmpdir(), `cal-${uid}`);
   mkdirSync(base, { recursive: true, mode: 0o700 });
   await ensurePrivateDir(base);
-  const digest = createHash('sha256').update(transportDir).digest('hex').slice(0, 16);
+  const digest = digestHex('sha256', transportDir).slice(0, 16);
   return refuseNonSocket(path.join(base, `${digest}.sock`));
 }
 

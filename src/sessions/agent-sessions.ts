@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomUUID } from '../util/random.js';
 import path from 'node:path';
 import { loadApiAdapter, loadCliAdapter } from '../adapters/registry.js';
 import type { CliAdapter } from '../adapters/types.js';

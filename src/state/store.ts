@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes } from '../util/random.js';
 import { lstatSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';

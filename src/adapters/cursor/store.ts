@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { digestHex } from '../../util/digest.js';
 import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -24,7 +24,7 @@ export function configRoots(env: Record<string, string>): string[] {
 }
 
 export function workspaceHash(cwd: string): string {
-  return createHash('md5').update(cwd).digest('hex');
+  return digestHex('md5', cwd);
 }
 
 /** The chat's folder, where the CLI keeps it now; null when it is in none of the roots. */

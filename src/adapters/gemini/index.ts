@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomUUID } from '../../util/random.js';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';

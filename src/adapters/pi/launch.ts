@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomUUID } from '../../util/random.js';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { packagePath } from '../../util/package-root.js';
