@@ -4,7 +4,6 @@ import type { PinnedCli, ProviderHandle } from '../handles/schema.js';
 import { prepareMessage, type PreparedMessage } from './message.js';
 import { checkStability } from './stability.js';
 import { awaitStructuredTurn, runStructuredTurn } from './structured-continuation.js';
-import { paneAlive } from './tmux-control.js';
 import { endPane } from './transport.js';
 import { awaitRecorded, launchAndFollow, pasteAndFollow } from './tmux-turn.js';
 import type { EngineResult, TurnIntent, TurnRequest } from './types.js';
@@ -84,14 +83,22 @@ export async function runProviderTurn(req: TurnRequest): Promise<EngineResult> {
   if (!req.handle.cli) throw new CalError('internal', 'provider handle without a pinned CLI');
   const msg = await preflight({ ...req, stability: undefined });
   const location = req.handle.tmux;
-  const route = decideRoute({
+  const facts: RouteFacts = {
     transport: req.handle.transport,
     intent: req.intent.kind,
     hasPane: location !== null,
-    paneAlive: location !== null && req.handle.transport === 'tmux' && req.intent.kind === 'deliver' ? await paneAlive(req.tmux(location.socket), location) : false,
+    // A pane is taken for alive until the paste, where tmux checks it with the paste itself (one
+    // tmux call for both); one that is not alive is decided again below, as row 4 or 5.
+    paneAlive: location !== null && req.handle.transport === 'tmux' && req.intent.kind === 'deliver',
     hasNativeId: req.handle.nativeSessionId !== null,
     hasTranscript: req.handle.transcript !== null,
-  });
+  };
+  let route = decideRoute(facts);
+  if (route.kind === 'paste') {
+    const pasted = await pasteAndFollow(req, msg);
+    if (pasted) return pasted;
+    route = decideRoute({ ...facts, paneAlive: false });
+  }
   switch (route.kind) {
     case 'non_applicable':
       throw new CalError('non_applicable', `${req.handle.provider} is an API provider: it has no native continuation`);
@@ -102,7 +109,8 @@ export async function runProviderTurn(req: TurnRequest): Promise<EngineResult> {
     case 'await':
       return awaitRecorded(req, msg.text, (req.intent as Extract<TurnIntent, { kind: 'await' }>).sentAt);
     case 'paste':
-      return pasteAndFollow(req, msg);
+      // Decided again with the pane gone: a paste cannot be its answer.
+      throw new CalError('internal', 'a pane found gone was routed to a paste');
     case 'launch':
     case 'non_continuable': {
       let handle = route.lostPane ? await archiveLostPane(req) : req.handle;

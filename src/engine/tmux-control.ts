@@ -1,5 +1,5 @@
 import type { TmuxLocation } from '../handles/schema.js';
-import type { PaneInfo, PaneSpec, PaneState } from '../tmux/tmux.js';
+import type { OwnPane, PaneInfo, PaneSpec, PaneState } from '../tmux/tmux.js';
 
 /**
  * What the engine needs of tmux, as an interface it is given: the real server on cal's own
@@ -10,6 +10,8 @@ export interface TmuxControl {
   newPane(spec: PaneSpec): Promise<PaneInfo>;
   paneState(paneId: string): Promise<PaneState>;
   paste(paneId: string, text: string, submit?: boolean): Promise<void>;
+  /** Pastes only if the pane is still `own` and alive, checked by tmux with the paste; whether it pasted. */
+  pasteIfOwn(own: OwnPane, text: string, submit?: boolean): Promise<boolean>;
   sendKeys(paneId: string, keys: string[]): Promise<void>;
   capture(paneId: string, lines?: number): Promise<string>;
   killSession(session: string): Promise<boolean>;
@@ -32,6 +34,11 @@ export function samePane(location: TmuxLocation, state: PaneState): boolean {
   if (state.session !== undefined && state.session !== location.session) return false;
   if (location.panePid !== undefined && state.pid !== undefined && state.pid !== location.panePid) return false;
   return true;
+}
+
+/** The pane as the handle recorded it, for pasteIfOwn. */
+export function ownPane(location: TmuxLocation): OwnPane {
+  return { paneId: location.paneId, session: location.session, ...(location.panePid !== undefined ? { pid: location.panePid } : {}) };
 }
 
 /** The pane is the handle's own and its process still runs. */

@@ -5,7 +5,7 @@ import type { PinnedCli, ProviderHandle, TmuxLocation } from '../handles/schema.
 import { waitForChange } from '../transcripts/jsonl-tail.js';
 import { checkArgvSize, paneCommand } from './launch-script.js';
 import type { PreparedMessage } from './message.js';
-import { PANE_TAG_ENV, samePane } from './tmux-control.js';
+import { ownPane, PANE_TAG_ENV, samePane } from './tmux-control.js';
 import { feedSignals, feedTranscript } from './transcript-feed.js';
 import { timingMark } from '../util/timing.js';
 import type { EngineResult, TurnRequest } from './types.js';
@@ -58,19 +58,24 @@ export async function launchAndFollow(req: TurnRequest, msg: PreparedMessage, mo
   await hooks.onHandleChanged(handle, {
     added: { tmux: location, startedAt: new Date().toISOString(), endedAt: null, endReason: null, launch: mode },
   });
-  if (!plan.deliversMessage) await pasteAndSubmit(req, location.socket, pane.paneId, msg.typed);
+  if (!plan.deliversMessage) await pasteAndSubmit(req, location, msg.typed, 'launched');
   await hooks.onSent?.();
   return follow({ ...req, handle }, msg.text, mode, sentAt, !plan.deliversMessage);
 }
 
-export async function pasteAndFollow(req: TurnRequest, msg: PreparedMessage): Promise<EngineResult> {
+/**
+ * Pastes into the live pane and follows the turn; null when the pane turned out not to be the
+ * handle's own or not alive (tmux checks that with the paste: nothing was sent, and the caller
+ * decides again with the pane gone). The turn record says `sending` before the paste either way.
+ */
+export async function pasteAndFollow(req: TurnRequest, msg: PreparedMessage): Promise<EngineResult | null> {
   await req.hooks.onSending();
   const sentAt = new Date(Date.now() - 1000);
   const location = req.handle.tmux as TmuxLocation;
-  await pasteAndSubmit(req, location.socket, location.paneId, msg.typed);
+  if (!(await pasteAndSubmit(req, location, msg.typed, 'if-own'))) return null;
   await req.hooks.onSent?.();
-  // The pane was found alive right before the paste (decision.ts): the first look at it is due
-  // one check interval later, not in the same breath as the paste.
+  // The pane was found alive with the paste: the first look at it is due one check interval
+  // later, not in the same breath as the paste.
   return follow(req, msg.text, 'paste', sentAt, true, Date.now());
 }
 
@@ -80,15 +85,21 @@ export async function awaitRecorded(req: TurnRequest, text: string, sentAt: Date
   return follow(req, text, 'paste', sentAt, false);
 }
 
-/** Bracketed paste, then Enter: at once, or after the pause the adapter declares. */
-async function pasteAndSubmit(req: TurnRequest, socket: string, paneId: string, typed: string): Promise<void> {
-  const tmux = req.tmux(socket);
+/**
+ * Bracketed paste, then Enter: at once, or after the pause the adapter declares. Into a pane
+ * cal just launched, or (`if-own`) only while the pane is still the one the handle records,
+ * alive: false when it was not, and nothing was pasted.
+ */
+async function pasteAndSubmit(req: TurnRequest, location: TmuxLocation, typed: string, pane: 'launched' | 'if-own'): Promise<boolean> {
+  const tmux = req.tmux(location.socket);
   const delay = req.adapter.pasteSubmitDelayMs ?? 0;
-  await tmux.paste(paneId, typed, delay <= 0);
+  if (pane === 'launched') await tmux.paste(location.paneId, typed, delay <= 0);
+  else if (!(await tmux.pasteIfOwn(ownPane(location), typed, delay <= 0))) return false;
   if (delay > 0) {
     await new Promise((resolve) => setTimeout(resolve, delay));
-    await tmux.sendKeys(paneId, ['Enter']);
+    await tmux.sendKeys(location.paneId, ['Enter']);
   }
+  return true;
 }
 
 /**

@@ -25,6 +25,16 @@ export interface PaneInfo {
   pid: number;
 }
 
+/** A pane as cal recorded it: its id, its tmux session and, where known, its process. */
+export interface OwnPane {
+  paneId: string;
+  session: string;
+  pid?: number;
+}
+
+/** What a format condition may quote as is: tmux's format syntax has no escape for `,` `}` `#`. */
+const FORMAT_SAFE = /^[A-Za-z0-9_.%-]+$/;
+
 export interface PaneState {
   exists: boolean;
   dead: boolean;
@@ -221,6 +231,40 @@ export class TmuxServer {
     );
     if (res.exitCode !== 0) throw tmuxFailure('paste', res);
     timingMark('paste-sent');
+  }
+
+  /**
+   * The paste of paste(), made only when the pane is still `own` (the same pane id in the same
+   * session, running the same process) and alive: the tmux server checks that in the same command
+   * list that pastes, so one client does both, with no gap between the check and the paste.
+   * Returns whether it pasted; false leaves nothing behind (the buffer is deleted unpasted).
+   * A session name that a format cannot quote is checked first, in a call of its own.
+   */
+  async pasteIfOwn(own: OwnPane, text: string, submit = true): Promise<boolean> {
+    if (![own.paneId, own.session].every((v) => FORMAT_SAFE.test(v))) {
+      const state = await this.paneState(own.paneId);
+      if (!state.exists || state.dead || state.session !== own.session || (own.pid !== undefined && state.pid !== own.pid)) return false;
+      await this.paste(own.paneId, text, submit);
+      return true;
+    }
+    const checks = [`#{==:#{pane_id},${own.paneId}}`, `#{==:#{session_name},${own.session}}`, ...(own.pid !== undefined ? [`#{==:#{pane_pid},${own.pid}}`] : []), '#{?pane_dead,0,1}'];
+    const isOwn = checks.reduceRight((rest, check) => `#{&&:${check},${rest}}`);
+    const buffer = `cal-${process.pid}-${Date.now()}`;
+    const pasteCommands = `paste-buffer -p -d -b ${buffer} -t ${own.paneId}${submit ? ` ; send-keys -t ${own.paneId} Enter` : ''}`;
+    // A pane id tmux cannot find is no error to display-message or if-shell here (tmux 3.3a):
+    // the condition then reads no pane, and is false.
+    const res = await this.tmux(
+      [['display-message', '-p', '-t', own.paneId, isOwn], ['load-buffer', '-b', buffer, '-'], ['if-shell', '-F', '-t', own.paneId, isOwn, pasteCommands, `delete-buffer -b ${buffer}`]],
+      text,
+    );
+    const pasted = res.stdout.trim() === '1';
+    if (res.exitCode !== 0) {
+      // No server on the socket (or no such pane, for a tmux that reports it): nothing was pasted.
+      if (!pasted) return false;
+      throw tmuxFailure('paste', res);
+    }
+    if (pasted) timingMark('paste-sent');
+    return pasted;
   }
 
   async sendKeys(paneId: string, keys: string[]): Promise<void> {

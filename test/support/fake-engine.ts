@@ -6,7 +6,7 @@ import { TranscriptTurnObserver } from '../../src/adapters/turn-observer.js';
 import type { TmuxControl, TmuxFactory } from '../../src/engine/tmux-control.js';
 import type { EngineHooks, PaneChange, ProviderEvent, TurnRequest } from '../../src/engine/types.js';
 import type { ProviderHandle } from '../../src/handles/schema.js';
-import type { PaneInfo, PaneSpec, PaneState } from '../../src/tmux/tmux.js';
+import type { OwnPane, PaneInfo, PaneSpec, PaneState } from '../../src/tmux/tmux.js';
 import { AgentSessions } from '../../src/sessions/agent-sessions.js';
 import { StateStore } from '../../src/state/store.js';
 import { scratchDir } from './cal.js';
@@ -82,6 +82,14 @@ export class FakeTmux implements TmuxControl {
     if (!pane || pane.dead) throw new Error(`no live pane ${paneId}`);
     pane.pasted.push(text);
     if (submit) this.cli.receive(text, pane, this.cli.sessionOf(pane));
+  }
+
+  /** As the real one: pasted only into the pane `own` names (same session and process), alive. */
+  async pasteIfOwn(own: OwnPane, text: string, submit = true): Promise<boolean> {
+    const pane = this.find(own.paneId);
+    if (!pane || pane.dead || pane.session !== own.session || (own.pid !== undefined && pane.pid !== own.pid)) return false;
+    await this.paste(own.paneId, text, submit);
+    return true;
   }
 
   async sendKeys(paneId: string, keys: string[]): Promise<void> {

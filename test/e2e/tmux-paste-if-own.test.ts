@@ -1,0 +1,89 @@
+import { existsSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tmuxSocketFor } from '../../src/engine/tmux-socket.js';
+import { TmuxServer } from '../../src/tmux/tmux.js';
+import { scratchDir } from '../support/cal.js';
+import { removeScratch } from '../support/scratch.js';
+
+/**
+ * TmuxServer.pasteIfOwn, on a real tmux: the check that the pane is still the handle's own and
+ * alive is made by the tmux server in the same call as the paste. Each case must paste exactly
+ * when that holds, and leave no buffer (the message) behind in the server when it does not.
+ */
+async function lines(file: string, want: number): Promise<string[]> {
+  for (let i = 0; i < 100; i++) {
+    const text = existsSync(file) ? await fs.readFile(file, 'utf8') : '';
+    const got = text.split('\n').filter(Boolean);
+    if (got.length >= want) return got;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return existsSync(file) ? (await fs.readFile(file, 'utf8')).split('\n').filter(Boolean) : [];
+}
+
+describe('pasteIfOwn pastes only into the pane the handle records, alive', () => {
+  let root: string;
+  let tmux: TmuxServer;
+
+  beforeAll(async () => {
+    root = await scratchDir('tmux-paste-if-own');
+    tmux = new TmuxServer(await tmuxSocketFor(path.join(root, 'tmux')));
+  });
+
+  afterAll(async () => {
+    await tmux.killServer();
+    await removeScratch(root);
+  });
+
+  /** A pane whose process appends every line it reads to `file`. */
+  async function reader(session: string, file: string) {
+    return tmux.newPane({
+      session,
+      cwd: root,
+      argv: [process.execPath, '-e', `process.stdin.on('data', (d) => require('fs').appendFileSync(${JSON.stringify(file)}, d.toString().replace(/\\x1b\\[20[01]~/g, '')))`],
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root },
+    });
+  }
+
+  async function buffers(): Promise<string> {
+    const { execFileSync } = await import('node:child_process');
+    return execFileSync('tmux', ['-S', tmux.socket, 'list-buffers'], { encoding: 'utf8' });
+  }
+
+  it('its own live pane gets the paste and its Enter; a wrong session, process or pane id gets nothing', async () => {
+    const file = path.join(root, 'own.txt');
+    const pane = await reader('cal-own-1', file);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await tmux.pasteIfOwn({ paneId: pane.paneId, session: 'cal-own-1', pid: pane.pid }, 'first; with a semicolon')).toBe(true);
+    expect(await lines(file, 1)).toEqual(['first; with a semicolon']);
+    expect(await tmux.pasteIfOwn({ paneId: pane.paneId, session: 'cal-other-1', pid: pane.pid }, 'wrong session')).toBe(false);
+    expect(await tmux.pasteIfOwn({ paneId: pane.paneId, session: 'cal-own-1', pid: pane.pid + 100000 }, 'wrong process')).toBe(false);
+    expect(await tmux.pasteIfOwn({ paneId: '%9999', session: 'cal-own-1' }, 'no such pane')).toBe(false);
+    // Recorded without a pid (an older handle): the session name alone tells the pane apart.
+    expect(await tmux.pasteIfOwn({ paneId: pane.paneId, session: 'cal-own-1' }, 'second')).toBe(true);
+    expect(await lines(file, 2)).toEqual(['first; with a semicolon', 'second']);
+    expect(await buffers()).toBe('');
+  });
+
+  it('a dead pane (kept by remain-on-exit) and a stopped server get nothing, and no error', async () => {
+    const file = path.join(root, 'dead.txt');
+    const pane = await tmux.newPane({ session: 'cal-dead-1', cwd: root, argv: ['/bin/sh', '-c', 'exit 3'], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+    for (let i = 0; i < 50 && !(await tmux.paneState(pane.paneId)).dead; i++) await new Promise((r) => setTimeout(r, 50));
+    expect((await tmux.paneState(pane.paneId)).dead).toBe(true);
+    expect(await tmux.pasteIfOwn({ paneId: pane.paneId, session: 'cal-dead-1', pid: pane.pid }, 'to the dead')).toBe(false);
+    expect(existsSync(file)).toBe(false);
+    expect(await buffers()).toBe('');
+    const stopped = new TmuxServer(path.join(root, 'no-server.sock'));
+    expect(await stopped.pasteIfOwn({ paneId: '%0', session: 'cal-x-1' }, 'to nobody')).toBe(false);
+  });
+
+  it('a session name a tmux format cannot quote is checked in a call of its own, with the same answers', async () => {
+    const file = path.join(root, 'odd.txt');
+    const pane = await reader('odd,name}', file);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await tmux.pasteIfOwn({ paneId: pane.paneId, session: 'odd,name}', pid: pane.pid }, 'odd')).toBe(true);
+    expect(await lines(file, 1)).toEqual(['odd']);
+    expect(await tmux.pasteIfOwn({ paneId: pane.paneId, session: 'odd,name', pid: pane.pid }, 'wrong')).toBe(false);
+  });
+});
