@@ -36,6 +36,30 @@ describe('cross-process locks', () => {
     expect(order).toEqual([1, 2, 3, 4]);
   });
 
+  it('a waiter with nobody in line takes a free lock without a ticket; one in line is not overtaken by a newcomer', async () => {
+    const dir = await lockDir();
+    const locks = new LockDirectory(dir);
+    await (await locks.acquire('free', { waitSeconds: 10 })).release();
+    expect((await fs.readdir(dir)).filter((f) => f.startsWith('free'))).toEqual([]);
+
+    const holder = await locks.acquire('h');
+    const order: string[] = [];
+    const inLine = locks.acquire('h', { waitSeconds: 10 }).then(async (held) => {
+      order.push('in line');
+      await new Promise((r) => setTimeout(r, 20));
+      await held.release();
+    });
+    await new Promise((r) => setTimeout(r, 80));
+    await holder.release();
+    // Right after the release, while the one in line sleeps between its looks at the queue.
+    const newcomer = locks.acquire('h', { waitSeconds: 10 }).then(async (held) => {
+      order.push('newcomer');
+      await held.release();
+    });
+    await Promise.all([inLine, newcomer]);
+    expect(order).toEqual(['in line', 'newcomer']);
+  });
+
   it('a lock whose holder was SIGKILLed is reclaimed at once', async () => {
     const dir = await lockDir();
     // A child process (the built cal code; `npm test` builds first) takes the lock, then is
