@@ -137,6 +137,12 @@ export interface StructuredRunRequest extends LaunchRequest {
   signal?: AbortSignal;
   /** The CLI process was started (its pid), before cal waits for it to end. */
   onSpawned?: (pid: number) => void;
+  /**
+   * The transcript the handle recorded for this session on an earlier turn, if any: an adapter
+   * whose CLI keeps one file per session may take it again (once it checked the file still is
+   * that session's) instead of searching the CLI's folders for it on every turn.
+   */
+  knownTranscript?: string | null;
 }
 
 export interface StructuredTransport {

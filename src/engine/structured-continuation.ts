@@ -46,6 +46,7 @@ export async function runStructuredTurn(req: TurnRequest, text: string): Promise
       message: text,
       timeoutMs: req.timeoutMs,
       onSpawned,
+      knownTranscript: handle.transcript?.path ?? null,
       ...(req.sessionDir ? { sessionDir: req.sessionDir } : {}),
       ...(req.signal ? { signal: req.signal } : {}),
       ...(hooks.onProgress ? { onProgress: hooks.onProgress } : {}),

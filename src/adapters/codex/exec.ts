@@ -1,3 +1,4 @@
+import { lstatSync } from 'node:fs';
 import { z } from '../../util/zod.js';
 import { CalError } from '../../errors.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
@@ -5,7 +6,7 @@ import type { LaunchRequest, StructuredRunRequest, StructuredTurnResult } from '
 import { runProcess } from '../run-process.js';
 import { commonOverrides } from './config.js';
 import { codexEnv } from './binary.js';
-import { codexHome, findRolloutById } from './sessions.js';
+import { codexHome, findRolloutById, sessionIdFromRolloutName } from './sessions.js';
 import { parseJsonLines } from '../json-lines.js';
 
 /**
@@ -208,6 +209,14 @@ export function lastErrorLine(stderr: string): string {
  */
 export const STDIN_MESSAGE_BYTES = 64 * 1024;
 
+function isFile(file: string): boolean {
+  try {
+    return lstatSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
 export function execArgv(req: LaunchRequest): string[] {
   const resume = req.mode === 'resume';
   const viaStdin = Buffer.byteLength(req.message) > STDIN_MESSAGE_BYTES;
@@ -264,8 +273,12 @@ export async function runExecTurn(req: StructuredRunRequest): Promise<Structured
     if (res.signal) throw new CalError('lost', `codex exec was ended by ${res.signal} before it started a thread`);
     throw new CalError('turn_failed', `codex exec failed before it started a thread (exit ${res.exitCode}): ${why}`);
   }
-  const home = codexHome(req.env);
-  const transcriptPath = await findRolloutById(home, stream.threadId, startedAt);
+  // A resumed thread goes on in its own rollout file (named by the thread id): the one found on
+  // an earlier turn is taken while it is there, so a resume days later does not walk every
+  // rollout of the Codex home to find it again.
+  const known = req.knownTranscript;
+  const transcriptPath =
+    known && sessionIdFromRolloutName(known) === stream.threadId && isFile(known) ? known : await findRolloutById(codexHome(req.env), stream.threadId, startedAt);
   const base = { sessionId: stream.threadId, tools: stream.tools, transcriptPath };
   if (stream.ended === 'completed' && res.exitCode === 0) {
     return { ...base, status: 'completed', answer: stream.answer, error: null };
