@@ -346,6 +346,12 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<M
       }
     });
   });
+  // A vendor's API keeps an idle connection open far longer than Node's 5 s default. With that
+  // default, a CLI that pools its connections can send its next request on one the server is
+  // closing at that moment, and the request dies with ECONNRESET (the likely cause of one such
+  // failure among 16 concurrent Claude sessions on a loaded machine). close() still ends them all.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   server.on('clientError', (_err, socket) => {
     if (socket.writable && !socket.destroyed) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
     else socket.destroy();
