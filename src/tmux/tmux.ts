@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import net from 'node:net';
 import { CalError } from '../errors.js';
+import { randomBytes } from '../util/random.js';
 import { timingMark } from '../util/timing.js';
 
 /**
@@ -32,8 +33,17 @@ export interface OwnPane {
   pid?: number;
 }
 
-/** What a format condition may quote as is: tmux's format syntax has no escape for `,` `}` `#`. */
-const FORMAT_SAFE = /^[A-Za-z0-9_.%-]+$/;
+/** What a format condition may quote as is: tmux's format syntax has no escape for `,` `}` `#`, and `%` is strftime's. */
+const FORMAT_SAFE = /^[A-Za-z0-9_.-]+$/;
+
+/** A paste buffer of this call alone: cals (and calls of one cal) paste into one server at once. */
+function pasteBufferName(): string {
+  return `cal-${process.pid}-${randomBytes(6).toString('hex')}`;
+}
+
+/** What each branch of pasteIfOwn prints, so cal knows which one tmux took. */
+const PASTED = 'cal-pasted';
+const NOT_PASTED = 'cal-not-pasted';
 
 export interface PaneState {
   exists: boolean;
@@ -224,7 +234,7 @@ export class TmuxServer {
    * tmux call: a failed load or paste ends the list, so Enter never follows a paste that failed.
    */
   async paste(paneId: string, text: string, submit = true): Promise<void> {
-    const buffer = `cal-${process.pid}-${Date.now()}`;
+    const buffer = pasteBufferName();
     const res = await this.tmux(
       [['load-buffer', '-b', buffer, '-'], ['paste-buffer', '-p', '-d', '-b', buffer, '-t', paneId], ...(submit ? [['send-keys', '-t', paneId, 'Enter']] : [])],
       text,
@@ -237,34 +247,40 @@ export class TmuxServer {
    * The paste of paste(), made only when the pane is still `own` (the same pane id in the same
    * session, running the same process) and alive: the tmux server checks that in the same command
    * list that pastes, so one client does both, with no gap between the check and the paste.
-   * Returns whether it pasted; false leaves nothing behind (the buffer is deleted unpasted).
-   * A session name that a format cannot quote is checked first, in a call of its own.
+   * Returns whether it pasted, as the branch tmux took says; when it did not, the buffer (the
+   * message) is deleted unpasted. A pane id or session name that a format cannot quote is
+   * checked first, in a call of its own.
    */
   async pasteIfOwn(own: OwnPane, text: string, submit = true): Promise<boolean> {
-    if (![own.paneId, own.session].every((v) => FORMAT_SAFE.test(v))) {
+    const paneNumber = /^%(\d+)$/.exec(own.paneId)?.[1];
+    if (paneNumber === undefined || !FORMAT_SAFE.test(own.session)) {
       const state = await this.paneState(own.paneId);
       if (!state.exists || state.dead || state.session !== own.session || (own.pid !== undefined && state.pid !== own.pid)) return false;
       await this.paste(own.paneId, text, submit);
       return true;
     }
-    const checks = [`#{==:#{pane_id},${own.paneId}}`, `#{==:#{session_name},${own.session}}`, ...(own.pid !== undefined ? [`#{==:#{pane_pid},${own.pid}}`] : []), '#{?pane_dead,0,1}'];
+    // No `%` in the condition: display-message runs its format through strftime (a `%6` there
+    // comes out padded), so the pane id is compared without its `%`.
+    const checks = [`#{==:#{s/^.//:pane_id},${paneNumber}}`, `#{==:#{session_name},${own.session}}`, ...(own.pid !== undefined ? [`#{==:#{pane_pid},${own.pid}}`] : []), '#{?pane_dead,0,1}'];
     const isOwn = checks.reduceRight((rest, check) => `#{&&:${check},${rest}}`);
-    const buffer = `cal-${process.pid}-${Date.now()}`;
-    const pasteCommands = `paste-buffer -p -d -b ${buffer} -t ${own.paneId}${submit ? ` ; send-keys -t ${own.paneId} Enter` : ''}`;
-    // A pane id tmux cannot find is no error to display-message or if-shell here (tmux 3.3a):
-    // the condition then reads no pane, and is false.
-    const res = await this.tmux(
-      [['display-message', '-p', '-t', own.paneId, isOwn], ['load-buffer', '-b', buffer, '-'], ['if-shell', '-F', '-t', own.paneId, isOwn, pasteCommands, `delete-buffer -b ${buffer}`]],
-      text,
-    );
-    const pasted = res.stdout.trim() === '1';
-    if (res.exitCode !== 0) {
-      // No server on the socket (or no such pane, for a tmux that reports it): nothing was pasted.
-      if (!pasted) return false;
-      throw tmuxFailure('paste', res);
+    const buffer = pasteBufferName();
+    const pasteCommands = `paste-buffer -p -d -b ${buffer} -t ${own.paneId}${submit ? ` ; send-keys -t ${own.paneId} Enter` : ''} ; display-message -p ${PASTED}`;
+    const res = await this.tmux([['load-buffer', '-b', buffer, '-'], ['if-shell', '-F', '-t', own.paneId, isOwn, pasteCommands, `delete-buffer -b ${buffer} ; display-message -p ${NOT_PASTED}`]], text);
+    const said = res.stdout.split('\n');
+    if (said.includes(PASTED)) {
+      if (res.exitCode !== 0) throw tmuxFailure('paste', res);
+      timingMark('paste-sent');
+      return true;
     }
-    if (pasted) timingMark('paste-sent');
-    return pasted;
+    if (said.includes(NOT_PASTED)) return false;
+    if (res.exitCode !== 0) {
+      // No server on the socket, or a command that failed before the paste's end (tmux stops
+      // there): no Enter was sent. A buffer loaded before the failure goes.
+      await this.tmux([['delete-buffer', '-b', buffer]]);
+      return false;
+    }
+    // Neither branch spoke: whether the message went cannot be told, so it is not sent again.
+    throw new CalError('internal', `tmux said neither that it pasted nor that it did not (${JSON.stringify(res.stdout.trim().slice(0, 200))}); the message may be in the pane`);
   }
 
   async sendKeys(paneId: string, keys: string[]): Promise<void> {

@@ -52,8 +52,11 @@ describe('pasteIfOwn pastes only into the pane the handle records, alive', () =>
   }
 
   it('its own live pane gets the paste and its Enter; a wrong session, process or pane id gets nothing', async () => {
+    // Pane ids past %3 on purpose: a `%4` in a display-message format comes back mangled by strftime.
+    for (let i = 0; i < 11; i++) await reader(`cal-filler-${i}`, path.join(root, `filler-${i}.txt`));
     const file = path.join(root, 'own.txt');
     const pane = await reader('cal-own-1', file);
+    expect(Number(pane.paneId.slice(1))).toBeGreaterThanOrEqual(11);
     await new Promise((r) => setTimeout(r, 300));
     expect(await tmux.pasteIfOwn({ paneId: pane.paneId, session: 'cal-own-1', pid: pane.pid }, 'first; with a semicolon')).toBe(true);
     expect(await lines(file, 1)).toEqual(['first; with a semicolon']);
@@ -64,6 +67,14 @@ describe('pasteIfOwn pastes only into the pane the handle records, alive', () =>
     expect(await tmux.pasteIfOwn({ paneId: pane.paneId, session: 'cal-own-1' }, 'second')).toBe(true);
     expect(await lines(file, 2)).toEqual(['first; with a semicolon', 'second']);
     expect(await buffers()).toBe('');
+  });
+
+  it('sixteen cals pasting at once into sixteen panes each paste into their own', async () => {
+    const panes = await Promise.all(Array.from({ length: 16 }, (_, i) => reader(`cal-many-${i}`, path.join(root, `many-${i}.txt`))));
+    await new Promise((r) => setTimeout(r, 300));
+    const pasted = await Promise.all(panes.map((p, i) => new TmuxServer(tmux.socket).pasteIfOwn({ paneId: p.paneId, session: `cal-many-${i}`, pid: p.pid }, `to ${i}`)));
+    expect(pasted).toEqual(panes.map(() => true));
+    for (const [i] of panes.entries()) expect(await lines(path.join(root, `many-${i}.txt`), 1)).toEqual([`to ${i}`]);
   });
 
   it('a dead pane (kept by remain-on-exit) and a stopped server get nothing, and no error', async () => {
