@@ -259,8 +259,8 @@ export class TmuxServer {
       await this.paste(own.paneId, text, submit);
       return true;
     }
-    // No `%` in the condition: display-message runs its format through strftime (a `%6` there
-    // comes out padded), so the pane id is compared without its `%`.
+    // No `%` in the condition: tmux runs some formats through strftime first (display-message's:
+    // a `%6` there comes out padded), so the pane id is compared without its `%`.
     const checks = [`#{==:#{s/^.//:pane_id},${paneNumber}}`, `#{==:#{session_name},${own.session}}`, ...(own.pid !== undefined ? [`#{==:#{pane_pid},${own.pid}}`] : []), '#{?pane_dead,0,1}'];
     const isOwn = checks.reduceRight((rest, check) => `#{&&:${check},${rest}}`);
     const buffer = pasteBufferName();
