@@ -276,7 +276,7 @@ export class TmuxServer {
     if (res.exitCode !== 0) {
       // No server on the socket, or a command that failed before the paste's end (tmux stops
       // there): no Enter was sent. A buffer loaded before the failure goes.
-      await this.tmux([['delete-buffer', '-b', buffer]]);
+      if (await this.serverRunning()) await this.tmux([['delete-buffer', '-b', buffer]]);
       return false;
     }
     // Neither branch spoke: whether the message went cannot be told, so it is not sent again.
@@ -294,6 +294,9 @@ export class TmuxServer {
   }
 
   async killSession(session: string): Promise<boolean> {
+    // No server, no session: a connect says so without starting a tmux client (after a lost
+    // pane, the server has often gone with it).
+    if (!(await this.serverRunning())) return false;
     const res = await this.tmux([['kill-session', '-t', `=${session}`]]);
     return res.exitCode === 0;
   }
