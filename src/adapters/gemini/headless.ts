@@ -4,6 +4,7 @@ import type { ToolActivity } from '../../handles/tool-activity.js';
 import type { LaunchRequest, StructuredRunRequest, StructuredTurnResult } from '../types.js';
 import { toolFromCall } from './transcript.js';
 import { parseJsonLines } from '../json-lines.js';
+import { runProcess } from '../run-process.js';
 
 /**
  * Structured transport: one headless `gemini -p … -o stream-json` process per turn, with
@@ -117,30 +118,29 @@ export interface HeadlessRun {
 }
 
 export async function runHeadlessTurn(req: StructuredRunRequest, sessionId: string, run: HeadlessRun): Promise<StructuredTurnResult> {
-  // Imported here: the registry loads this adapter on every continue, of any CLI.
-  const { execa } = await import('execa');
-  const child = execa(run.argv[0] as string, run.argv.slice(1), {
+  // Items as Gemini reports them, before the turn ends (--stream): the complete lines so far.
+  const report = req.onProgress;
+  let seen = '';
+  const res = await runProcess(run.argv[0] as string, run.argv.slice(1), {
     cwd: req.config.cwd,
     env: run.env,
-    extendEnv: false,
-    // Headless Gemini appends stdin to the prompt: nothing is to be appended.
-    stdin: 'ignore',
-    reject: false,
-    timeout: req.timeoutMs,
+    // stdin closed: headless Gemini appends stdin to the prompt, and nothing is to be appended.
+    timeoutMs: req.timeoutMs,
     maxBuffer: 256 << 20,
+    // A cancel interrupts Gemini as Ctrl-C in its terminal would.
+    ...(req.signal ? { interrupt: req.signal } : {}),
+    ...(req.onSpawned ? { onSpawned: req.onSpawned } : {}),
+    onStdout: report
+      ? (chunk) => {
+          seen += chunk.toString('utf8');
+          const so = parseHeadlessStream(seen.slice(0, seen.lastIndexOf('\n') + 1));
+          report({ observation: so.sessionId ? { phase: 'running', turnKey: null } : { phase: 'waiting' }, tools: so.tools, partialAnswer: so.answer ?? '' });
+        }
+      : undefined,
   });
-  // A cancel interrupts Gemini as Ctrl-C in its terminal would.
-  req.signal?.addEventListener('abort', () => child.kill('SIGINT'), { once: true });
-  if (req.onProgress) {
-    const report = req.onProgress;
-    let seen = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      seen += chunk.toString('utf8');
-      const so = parseHeadlessStream(seen.slice(0, seen.lastIndexOf('\n') + 1));
-      report({ observation: so.sessionId ? { phase: 'running', turnKey: null } : { phase: 'waiting' }, tools: so.tools, partialAnswer: so.answer ?? '' });
-    });
+  if (res.spawnError) {
+    throw new CalError('cli_missing', `could not run ${run.argv[0]} (${res.spawnError.code ?? res.spawnError.message}): reinstall it or start a new session`);
   }
-  const res = await child;
   if (res.timedOut) throw new CalError('timeout', `gemini -p gave no end of turn within ${Math.round(req.timeoutMs / 1000)}s`);
   const stream = parseHeadlessStream(res.stdout);
   const why = stream.error ?? (lastStderrLine(res.stderr) || `exit status ${res.exitCode}`);
@@ -153,7 +153,7 @@ export async function runHeadlessTurn(req: StructuredRunRequest, sessionId: stri
     throw new CalError('turn_failed', `gemini -p failed before it started the session (exit ${res.exitCode}): ${why}`);
   }
   const base = { sessionId: stream.sessionId, tools: stream.tools, transcriptPath: await run.transcript(stream.sessionId) };
-  if (res.isCanceled || res.signal === 'SIGINT' || (req.signal?.aborted && stream.ended !== 'completed')) {
+  if (res.signal === 'SIGINT' || (req.signal?.aborted && stream.ended !== 'completed')) {
     return { ...base, status: 'interrupted', answer: stream.answer, error: 'cancelled by the caller' };
   }
   if (stream.ended === 'completed' && res.exitCode === 0) return { ...base, status: 'completed', answer: stream.answer, error: null };
