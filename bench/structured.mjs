@@ -4,6 +4,7 @@
 //   claude-code: claude -p --resume <id> --output-format stream-json --verbose
 //   pi:          pi --session <file> -p <message>
 //   codex:       codex exec resume --json <id> <message>
+//   gemini:      gemini --resume <id> --output-format stream-json --prompt=<message>
 // Each provider gets the scripted model, a throwaway home, one session started by cal (resumed
 // with `cal continue <handle>`) and one started by the bare CLI itself (resumed by it). Turns
 // alternate (bare, cal, bare, cal, …) so both see the same machine load and the same history
@@ -17,7 +18,7 @@
 // sandbox does) makes every node process read the bundle at start (≈ 80 ms here), which cal and a
 // node CLI pay and a native one does not; the scripted model is plain http and needs no CA.
 //
-//   npm run build && node bench/structured.mjs [claude-code|pi|codex …]   (BENCH_TURNS=9 by default)
+//   npm run build && node bench/structured.mjs [claude-code|pi|codex|gemini …]   (BENCH_TURNS=9 by default)
 // Run it under the shared lock for the real CLIs: flock /tmp/cal-realcli.lock node bench/structured.mjs
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -48,6 +49,19 @@ function run(argv, { env, cwd, input }) {
   });
 }
 
+/** Whether a bare CLI's stdout answers with the codeword (Gemini streams its answer in pieces). */
+function recalled(stdout) {
+  const pieces = stdout.split('\n').flatMap((line) => {
+    try {
+      const e = JSON.parse(line);
+      return e.type === 'message' && e.role === 'assistant' && typeof e.content === 'string' ? [e.content] : [];
+    } catch {
+      return [];
+    }
+  });
+  return stdout.includes('The codeword was BENCH.') || pieces.join('').includes('The codeword was BENCH.');
+}
+
 function must(res, what) {
   if (res.code !== 0) throw new Error(`${what} exited ${res.code}: ${(res.err || res.out).slice(-400)}`);
   return res;
@@ -64,6 +78,17 @@ async function bareCli(provider, env, work, realPath) {
     return {
       start: (m) => run([realPath, ...flags, '--session-id', id, '--', m], { env: cliEnv, cwd: work }),
       resume: (m) => run([realPath, ...flags, '--resume', id, '--', m], { env: cliEnv, cwd: work }),
+    };
+  }
+  if (provider === 'gemini') {
+    // The two variables cal's Gemini launches carry (no relaunch of itself into a second node
+    // process, the folder trusted), on the user's own Gemini home, where a bare run would be.
+    const cliEnv = { ...env, GEMINI_CLI_TRUST_WORKSPACE: 'true', GEMINI_CLI_NO_RELAUNCH: 'true' };
+    const id = randomUUID();
+    const flags = ['--output-format', 'stream-json'];
+    return {
+      start: (m) => run([realPath, '--session-id', id, ...flags, `--prompt=${m}`], { env: cliEnv, cwd: work }),
+      resume: (m) => run([realPath, '--resume', id, ...flags, `--prompt=${m}`], { env: cliEnv, cwd: work }),
     };
   }
   if (provider === 'pi') {
@@ -121,7 +146,7 @@ async function bench(provider) {
     for (let i = 0; i < TURNS; i++) {
       const message = `What was the codeword? (${i})`;
       const b = must(await bare.resume(message), `bare resume ${i}`);
-      if (!b.out.includes('The codeword was BENCH.')) throw new Error(`bare resume ${i} did not recall: ${b.out.slice(-300)}`);
+      if (!recalled(b.out)) throw new Error(`bare resume ${i} did not recall: ${b.out.slice(-300)}`);
       bareMs.push(b.ms);
       if (native) nativeMs.push(must(await native.resume(message), `native resume ${i}`).ms);
       const trace = path.join(scratch, 'trace');
@@ -147,7 +172,7 @@ async function bench(provider) {
   }
 }
 
-const providers = process.argv.slice(2).length ? process.argv.slice(2) : ['claude-code', 'pi', 'codex'];
+const providers = process.argv.slice(2).length ? process.argv.slice(2) : ['claude-code', 'pi', 'codex', 'gemini'];
 const fmt = (xs) => `median ${median(xs).toFixed(0)} ms (min ${Math.min(...xs).toFixed(0)}, max ${Math.max(...xs).toFixed(0)})`;
 let missed = 0;
 for (const provider of providers) {
