@@ -94,6 +94,15 @@ describe('the Stop hook command', () => {
     expect(() => run(hookCommand(path.join(dir, 'gone', 'signals.jsonl')), '{}')).not.toThrow();
   });
 
+  it("runs clear of the pane's NODE_OPTIONS and NODE_EXTRA_CA_CERTS (a preload that would fail, a CA bundle to read first)", () => {
+    const file = path.join(dir, 'clean-env.jsonl');
+    execFileSync('/bin/sh', ['-c', hookCommand(file)], {
+      input: '{"hook_event_name":"Stop"}',
+      env: { ...process.env, NODE_OPTIONS: `--require ${path.join(dir, 'no-such-preload.cjs')}`, NODE_EXTRA_CA_CERTS: path.join(dir, 'no-such-bundle.pem') },
+    });
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ hook_event_name: 'Stop' });
+  });
+
   it('only Stop payloads are signals', () => {
     expect(parseStopSignal({ hook_event_name: 'SessionEnd', session_id: 's' })).toBeNull();
     expect(parseStopSignal({ unparsed: 'x' })).toBeNull();

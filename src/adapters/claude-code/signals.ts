@@ -41,8 +41,15 @@ export function shellQuote(arg: string): string {
   return `'${arg.replace(/'/g, `'\\''`)}'`;
 }
 
+/**
+ * Claude Code writes a turn's end records (`stop_hook_summary`, `turn_duration`) only once its
+ * Stop hooks have returned (measured on 2.1.328: the hook's line lands about 100 ms after the
+ * answer, the end records right after it), so the hook's node start is on every turn's way to its
+ * end. What only slows that start is cleared for it: NODE_EXTRA_CA_CERTS makes node read a CA
+ * bundle first (≈ 80 ms here), and NODE_OPTIONS may preload anything; the program needs neither.
+ */
 export function hookCommand(signalFile: string, node = process.execPath): string {
-  return [node, '-e', HOOK_PROGRAM, signalFile].map(shellQuote).join(' ');
+  return `NODE_EXTRA_CA_CERTS= NODE_OPTIONS= ${[node, '-e', HOOK_PROGRAM, signalFile].map(shellQuote).join(' ')}`;
 }
 
 export function hookSettings(signalFile: string, node = process.execPath): Record<string, unknown> {
