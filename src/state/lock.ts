@@ -1,5 +1,5 @@
 import { randomBytes } from '../util/random.js';
-import { closeSync, constants as fsConstants, openSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, constants as fsConstants, lstatSync, openSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from '../util/zod.js';
@@ -37,11 +37,13 @@ export interface AcquireOptions {
 }
 
 /**
- * Whether anyone (alive or not) may have a ticket in the queue folder. No folder is no one; a
- * queue that cannot be read is left to the ticketed path, which reports what is wrong with it.
+ * Whether anyone (alive or not) may have a ticket in the queue folder. No folder is no one. Anything
+ * but a plain folder there (a planted symlink, a file), or a folder that cannot be read, is left to
+ * the ticketed path, which refuses it or says what is wrong with it.
  */
 function hasTickets(queue: string): boolean {
   try {
+    if (!lstatSync(queue).isDirectory()) return true;
     return readdirSync(queue).length > 0;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code !== 'ENOENT';
