@@ -196,6 +196,9 @@ export class TmuxServer {
       clientEnv,
     );
     if (res.exitCode !== 0) {
+      // A server started for this launch (exit-empty off until its first session) would otherwise
+      // stay up with no session, for good: it may go once it is empty, as newPane leaves it.
+      await this.tmux([['set-option', '-g', 'exit-empty', 'on']]);
       if (/command too long/i.test(res.stderr)) {
         throw new CalError(
           'usage',

@@ -1,5 +1,7 @@
 import path from 'node:path';
+import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tmuxSocketFor } from '../../src/engine/tmux-socket.js';
 import { startModelServer, type ModelServer } from '../../src/model/server.js';
 import { AgentSessions } from '../../src/sessions/agent-sessions.js';
 import { baseEnv, killStateTmux, runCal, scratchDir } from '../support/cal.js';
@@ -23,6 +25,7 @@ describe('launch limits', () => {
   });
   afterAll(async () => {
     await killStateTmux(path.join(root, 'state'));
+    await killStateTmux(path.join(root, 'state-env'));
     await server.close();
     await removeScratch(root);
   });
@@ -48,5 +51,13 @@ describe('launch limits', () => {
     expect(run.json.error.kind).toBe('usage');
     expect(run.json.error.message).toMatch(/environment variables/);
     expect(server.turnRequests().filter((r) => r.lastUserMessage === 'hello')).toEqual([]);
+    // The tmux server cal started for the launch does not stay behind with no session.
+    const socket = await tmuxSocketFor(path.join(root, 'state-env', 'tmux'));
+    let left = true;
+    for (let i = 0; i < 20 && left; i++) {
+      left = (await execa('tmux', ['-S', socket, 'list-sessions'], { reject: false })).exitCode === 0 || (await execa('tmux', ['-S', socket, 'show-options', '-g'], { reject: false })).exitCode === 0;
+      if (left) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(left).toBe(false);
   });
 });
