@@ -8,7 +8,7 @@
 //
 // The TUI (Ink and React, whose modules use top-level await) stays outside: commands/inspect.ts
 // requires tsc's dist/tui/load.js by a path computed at run time, so the bundler never sees it.
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'rolldown';
@@ -32,11 +32,15 @@ const dist = path.join(root, 'dist') + path.sep;
 const own = (id) => id.startsWith(dist) && !id.includes(`${path.sep}node_modules${path.sep}`);
 const relative = (id) => id.slice(dist.length).split(path.sep).join('/');
 const baseModules = new Set(['errors.js', 'commands/spec.js', 'util/timing.js', 'util/package-root.js', 'util/closed-pipe.js']);
-const commandEntries = /^commands\/(start|continue|kill-tmux|remove|inspect|events|run|lock|recover|certify|demo|model-serve)\.js$/;
+// The commands' own modules, read from cli.ts's table of them (so a new command gets its chunk
+// without a second list here to keep).
+const cliTable = /commandModules[^=]*=\s*\{([\s\S]*?)\};/.exec(readFileSync(path.join(root, 'dist', 'cli.js'), 'utf8'))?.[1] ?? '';
+const commandEntries = new Set([...cliTable.matchAll(/import\('\.\/(commands\/[a-z-]+\.js)'\)/g)].map((m) => m[1]));
+if (commandEntries.size === 0) throw new Error('scripts/bundle.mjs: no command modules found in dist/cli.js commandModules');
 const ownChunks = /^(cli\.js|commands\/register\.js|adapters\/[^/]+\/|certify\/(?!types\.js)|model\/|tui\/|workflow\/)/;
 const zod = /[\\/]node_modules[\\/]zod[\\/]/;
 const isBase = (id) => own(id) && baseModules.has(relative(id));
-const isCore = (id) => zod.test(id) || (own(id) && !commandEntries.test(relative(id)) && !ownChunks.test(relative(id)));
+const isCore = (id) => zod.test(id) || (own(id) && !commandEntries.has(relative(id)) && !ownChunks.test(relative(id)));
 
 const result = await build({
   input: { cli: path.join(root, 'dist', 'cli.js') },
