@@ -19,12 +19,6 @@ describe('random bytes and digests without node:crypto at start', () => {
     expect(randomBytes(1000).length).toBe(1000);
   });
 
-  it('a byte handed out is the caller’s own: changing it changes no later result', () => {
-    const a = randomBytes(16);
-    a.fill(0);
-    expect(randomBytes(16).equals(Buffer.alloc(16))).toBe(false);
-  });
-
   it('makes RFC 4122 version 4 UUIDs', () => {
     const ids = Array.from({ length: 100 }, () => randomUUID());
     for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
