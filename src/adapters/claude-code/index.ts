@@ -53,7 +53,7 @@ export const claudeCodeAdapter: CliAdapter = {
     // by the CLI with the user's settings (signals.ts).
     let signalFile: string | null = null;
     if (req.sessionDir) {
-      const hooks = writeHookSettings(req.sessionDir);
+      const hooks = writeHookSettings(req.sessionDir, req.cli.version);
       argv.push('--settings', hooks.settingsFile);
       signalFile = hooks.signalFile;
     }

@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from '../../util/zod.js';
+import { compareVersions } from '../versions.js';
 
 /**
  * Claude Code's second end-of-turn signal: a Stop hook given per launch through `--settings
@@ -44,16 +45,56 @@ export function shellQuote(arg: string): string {
 /**
  * Claude Code writes a turn's end records (`stop_hook_summary`, `turn_duration`) only once its
  * Stop hooks have returned (measured on 2.1.328: the hook's line lands about 100 ms after the
- * answer, the end records right after it), so the hook's node start is on every turn's way to its
- * end. What only slows that start is cleared for it: NODE_EXTRA_CA_CERTS makes node read a CA
+ * answer, the end records right after it), so the hook's own start is on every turn's way to its
+ * end. What only slows node's start is cleared for it: NODE_EXTRA_CA_CERTS makes node read a CA
  * bundle first (≈ 80 ms here), and NODE_OPTIONS may preload anything; the program needs neither.
  */
-export function hookCommand(signalFile: string, node = process.execPath): string {
+export function nodeHookCommand(signalFile: string, node = process.execPath): string {
   return `NODE_EXTRA_CA_CERTS= NODE_OPTIONS= ${[node, '-e', HOOK_PROGRAM, signalFile].map(shellQuote).join(' ')}`;
 }
 
-export function hookSettings(signalFile: string, node = process.execPath): Record<string, unknown> {
-  return { hooks: { Stop: [{ hooks: [{ type: 'command', command: hookCommand(signalFile, node) }] }] } };
+/**
+ * The same signal from the shell alone, with no node to start: Claude Code 2.1.328 reached its
+ * end records about 100 ms sooner per turn with it than with the node hook (A/B, 6 rounds each,
+ * medians 1.93 s against 2.03 s from launch to `turn_duration`; 1.85 s with no hook at all).
+ * The payload (one JSON object; line breaks, which JSON only has between tokens, are dropped) gets
+ * `cal_received_at` added before its closing brace. POSIX `date` tells the time to the second
+ * only, which the parser reads as the end of that second, so a wait counted from it never ends
+ * early. A payload that is not an object makes a line the reader skips; the hook itself never
+ * fails (a folder that is gone), and the signal file is the owner's alone (umask).
+ */
+export function shellHookCommand(signalFile: string): string {
+  return [
+    'umask 077',
+    "p=$(tr -d '\\n\\r')",
+    't=$(date -u +%Y-%m-%dT%H:%M:%SZ)',
+    `{ printf '%s,"cal_received_at":"%s"}\\n' "\${p%\\}*}" "$t" >> ${shellQuote(signalFile)}; } 2>/dev/null`,
+    'exit 0',
+  ].join('; ');
+}
+
+/**
+ * The first release measured to name the prompt in its Stop payload (`prompt_id`); it writes
+ * `stop_hook_summary` too (2.1.29 sends no prompt id; no release between was measured). There a
+ * Stop is matched to its turn by id and the summary ends the turn, so the signal's time only
+ * bounds the fallback waits (65 s, 5 s), and the shell hook's second is enough. Older releases
+ * order a Stop against the turn's user record by time, to the millisecond: the node hook.
+ */
+export const SHELL_HOOK_SINCE = '2.1.328';
+
+/** The Stop hook command for a release (node's for any release that is not a plain number). */
+export function hookCommand(signalFile: string, version: string, node = process.execPath): string {
+  let shell = false;
+  try {
+    shell = compareVersions(version, SHELL_HOOK_SINCE) >= 0;
+  } catch {
+    // not a release number: the hook that works on every release
+  }
+  return shell ? shellHookCommand(signalFile) : nodeHookCommand(signalFile, node);
+}
+
+export function hookSettings(signalFile: string, version: string, node = process.execPath): Record<string, unknown> {
+  return { hooks: { Stop: [{ hooks: [{ type: 'command', command: hookCommand(signalFile, version, node) }] }] } };
 }
 
 /**
@@ -61,11 +102,11 @@ export function hookSettings(signalFile: string, node = process.execPath): Recor
  * have moved) and returns it and the signal file. The signal file itself is created by the first
  * hook that runs.
  */
-export function writeHookSettings(sessionDir: string): { settingsFile: string; signalFile: string } {
+export function writeHookSettings(sessionDir: string, version: string): { settingsFile: string; signalFile: string } {
   mkdirSync(sessionDir, { recursive: true, mode: 0o700 });
   const signalFile = path.join(sessionDir, SIGNAL_FILE);
   const settingsFile = path.join(sessionDir, SETTINGS_FILE);
-  writeFileSync(settingsFile, JSON.stringify(hookSettings(signalFile), null, 2) + '\n', { mode: 0o600 });
+  writeFileSync(settingsFile, JSON.stringify(hookSettings(signalFile, version), null, 2) + '\n', { mode: 0o600 });
   return { settingsFile, signalFile };
 }
 
@@ -92,7 +133,10 @@ export interface StopSignal {
 export function parseStopSignal(value: unknown): StopSignal | null {
   const p = StopSignal.safeParse(value);
   if (!p.success) return null;
-  const at = p.data.cal_received_at ? Date.parse(p.data.cal_received_at) : NaN;
+  const stamp = p.data.cal_received_at;
+  let at = stamp ? Date.parse(stamp) : NaN;
+  // A time to the second (the shell hook's): the hook ran before the end of that second.
+  if (stamp && /:\d\d(?:Z|[+-]\d\d:\d\d)$/.test(stamp)) at += 999;
   return {
     sessionId: p.data.session_id ?? null,
     promptId: p.data.prompt_id ?? null,
