@@ -70,8 +70,8 @@ describe('Claude Code launch plan', () => {
       return JSON.parse(readFileSync(path.join(sessionDir, SETTINGS_FILE), 'utf8')).hooks.Stop[0].hooks[0].command as string;
     };
     const signals = path.join(sessionDir, SIGNAL_FILE);
-    for (const version of [SHELL_HOOK_SINCE, '2.1.332', '2.2.0', '3.0.0']) expect(hookOf(version), version).toBe(shellHookCommand(signals));
-    for (const version of ['2.0.12', '2.0.76', '2.1.29', '2.1.327', 'nightly']) expect(hookOf(version), version).toBe(nodeHookCommand(signals));
+    for (const version of [SHELL_HOOK_SINCE, '2.1.197', '2.1.328', '2.1.332', '2.2.0', '3.0.0']) expect(hookOf(version), version).toBe(shellHookCommand(signals));
+    for (const version of ['2.0.12', '2.0.76', '2.1.29', '2.1.73', '2.1.195', 'nightly']) expect(hookOf(version), version).toBe(nodeHookCommand(signals));
     expect(hookCommand(signals, '2.1.29')).toBe(nodeHookCommand(signals));
   });
 

@@ -88,6 +88,8 @@ const loops = [
   '2.0.50-interactive-loop-resume',
   '2.0.76-interactive-loop-resume',
   '2.1.29-interactive-loop-resume',
+  // The first release with cal's shell Stop hook: its signal lines are timed to the second.
+  '2.1.196-interactive-loop-resume',
   '2.1.332-interactive-loop-resume',
 ];
 

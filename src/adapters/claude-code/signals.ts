@@ -74,13 +74,15 @@ export function shellHookCommand(signalFile: string): string {
 }
 
 /**
- * The first release measured to name the prompt in its Stop payload (`prompt_id`); it writes
- * `stop_hook_summary` too (2.1.29 sends no prompt id; no release between was measured). There a
- * Stop is matched to its turn by id and the summary ends the turn, so the signal's time only
- * bounds the fallback waits (65 s, 5 s), and the shell hook's second is enough. Older releases
- * order a Stop against the turn's user record by time, to the millisecond: the node hook.
+ * The first release that names the prompt in its Stop payload (`prompt_id`), bisected over every
+ * published release (2.1.195 sends none; the transcript's own `promptId` came earlier, in 2.1.73),
+ * and it writes `stop_hook_summary` too. There a Stop is matched to its turn by id and the summary
+ * ends the turn, so the signal's time only bounds the fallback waits (65 s, 5 s), and the shell
+ * hook's second is enough. Older releases order a Stop against the turn's user record by time, to
+ * the millisecond: the node hook. (The shell hook ran start, paste, kill-tmux, resume and recall
+ * on every release probed, 2.1.67 to 2.1.328, with or without the prompt id.)
  */
-export const SHELL_HOOK_SINCE = '2.1.328';
+export const SHELL_HOOK_SINCE = '2.1.196';
 
 /** The Stop hook command for a release (node's for any release that is not a plain number). */
 export function hookCommand(signalFile: string, version: string, node = process.execPath): string {

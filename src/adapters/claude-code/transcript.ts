@@ -49,7 +49,8 @@ export const ANSWER_FLUSH_MS = 5000;
  * Follows one turn: the first human user record containing our message, then its end (design
  * §5). Completed: `system/turn_duration`, or the end of the turn's Stop hooks (the transcript's
  * `stop_hook_summary`, or cal's own Stop hook signal) once the transcript holds the final answer;
- * releases before 2.1.1 never write `turn_duration`, 2.1.x only for turns of 30 s or more.
+ * releases before 2.1.1 never write `turn_duration`, 2.1.29 only for turns of 30 s or more (2.1.196
+ * and later after every turn).
  * Failed: an API-error assistant, or a prompt a UserPromptSubmit hook blocked or stopped.
  * Interrupted: an interrupt record. Lost: a newer human prompt (by promptId, or, in releases whose
  * user records carry none, any later human prompt).
