@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import net from 'node:net';
 import { CalError } from '../errors.js';
 import { randomBytes } from '../util/random.js';
@@ -255,6 +256,10 @@ export class TmuxServer {
    * checked first, in a call of its own.
    */
   async pasteIfOwn(own: OwnPane, text: string, submit = true): Promise<boolean> {
+    // No socket, no server a client could reach (a server that exits removes its socket): after a
+    // lost pane this saves starting a tmux client only to hear so. A socket left by a server that
+    // died goes the tmux way below and fails there.
+    if (!existsSync(this.socket)) return false;
     const paneNumber = /^%(\d+)$/.exec(own.paneId)?.[1];
     if (paneNumber === undefined || !FORMAT_SAFE.test(own.session)) {
       const state = await this.paneState(own.paneId);

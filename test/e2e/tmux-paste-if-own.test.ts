@@ -1,4 +1,5 @@
-import { existsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,6 +21,15 @@ async function lines(file: string, want: number): Promise<string[]> {
     await new Promise((r) => setTimeout(r, 50));
   }
   return existsSync(file) ? (await fs.readFile(file, 'utf8')).split('\n').filter(Boolean) : [];
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 describe('pasteIfOwn pastes only into the pane the handle records, alive', () => {
@@ -87,6 +97,20 @@ describe('pasteIfOwn pastes only into the pane the handle records, alive', () =>
     expect(await buffers()).toBe('');
     const stopped = new TmuxServer(path.join(root, 'no-server.sock'));
     expect(await stopped.pasteIfOwn({ paneId: '%0', session: 'cal-x-1' }, 'to nobody')).toBe(false);
+  });
+
+  it('a server that died and left its socket behind gets nothing, and no error', async () => {
+    const socket = path.join(root, 'died.sock');
+    const file = path.join(root, 'died.txt');
+    const env = { ...process.env, TMUX: '' };
+    execFileSync('tmux', ['-S', socket, 'new-session', '-d', '-s', 'cal-died-1', '--', '/bin/sh', '-c', `cat > ${file}`], { env });
+    const [serverPid, panePid] = execFileSync('tmux', ['-S', socket, 'display-message', '-p', '-t', 'cal-died-1', '#{pid} #{pane_pid}'], { env, encoding: 'utf8' }).trim().split(' ').map(Number);
+    process.kill(serverPid!, 'SIGKILL');
+    process.kill(panePid!, 'SIGKILL');
+    for (let i = 0; i < 50 && isAlive(serverPid!); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(existsSync(socket)).toBe(true);
+    expect(await new TmuxServer(socket).pasteIfOwn({ paneId: '%0', session: 'cal-died-1', pid: panePid }, 'to a dead server')).toBe(false);
+    expect(existsSync(file) ? readFileSync(file, 'utf8') : '').toBe('');
   });
 
   it('a session name a tmux format cannot quote is checked in a call of its own, with the same answers', async () => {
