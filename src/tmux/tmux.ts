@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import net from 'node:net';
 import { CalError } from '../errors.js';
+import { processExited } from '../util/process-identity.js';
 import { randomBytes } from '../util/random.js';
 import { timingMark } from '../util/timing.js';
 
@@ -256,10 +256,11 @@ export class TmuxServer {
    * checked first, in a call of its own.
    */
   async pasteIfOwn(own: OwnPane, text: string, submit = true): Promise<boolean> {
-    // No socket, no server a client could reach (a server that exits removes its socket): after a
-    // lost pane this saves starting a tmux client only to hear so. A socket left by a server that
-    // died goes the tmux way below and fails there.
-    if (!existsSync(this.socket)) return false;
+    // The pane's own process has ended (a killed pane or server takes it along; a zombie counts):
+    // no pane runs it alive, so nothing would be pasted. Said without starting a tmux client only to hear so (after
+    // a lost pane, where the socket tmux leaves behind cannot tell). A process that is still
+    // there, or one cal may not signal, goes the tmux way below.
+    if (own.pid !== undefined && processExited(own.pid)) return false;
     const paneNumber = /^%(\d+)$/.exec(own.paneId)?.[1];
     if (paneNumber === undefined || !FORMAT_SAFE.test(own.session)) {
       const state = await this.paneState(own.paneId);

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 
 /**
  * A process named by pid plus the kernel's start time of that pid, so a pid reused by another
@@ -13,6 +13,29 @@ export function processStartTime(pid: number): string | null {
     return fields[19] ?? null;
   } catch {
     return null;
+  }
+}
+
+/**
+ * Whether the process has ended: no such pid, or only its zombie, which a parent (or an init)
+ * that has not reaped it yet keeps in the table (seen here: a pane's CLI reparented to an init
+ * that reaps late). A process cal may not signal (EPERM) still runs; where there is no /proc, a
+ * pid that answers is taken as running.
+ */
+export function processExited(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Field 3, after the parenthesised command (which may itself hold spaces and parentheses).
+    const state = stat.charAt(stat.lastIndexOf(')') + 2);
+    return state === 'Z' || state === 'X';
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' && existsSync('/proc/self/stat');
   }
 }
 

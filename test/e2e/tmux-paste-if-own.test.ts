@@ -109,7 +109,9 @@ describe('pasteIfOwn pastes only into the pane the handle records, alive', () =>
     process.kill(panePid!, 'SIGKILL');
     for (let i = 0; i < 50 && isAlive(serverPid!); i++) await new Promise((r) => setTimeout(r, 20));
     expect(existsSync(socket)).toBe(true);
+    // With the pane's process on record (gone with the server: no tmux client is started) and without.
     expect(await new TmuxServer(socket).pasteIfOwn({ paneId: '%0', session: 'cal-died-1', pid: panePid }, 'to a dead server')).toBe(false);
+    expect(await new TmuxServer(socket).pasteIfOwn({ paneId: '%0', session: 'cal-died-1' }, 'to a dead server')).toBe(false);
     expect(existsSync(file) ? readFileSync(file, 'utf8') : '').toBe('');
   });
 

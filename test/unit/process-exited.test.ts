@@ -1,0 +1,44 @@
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { processExited } from '../../src/util/process-identity.js';
+
+/**
+ * processExited, which lets a paste into a pane whose process has ended skip its tmux client:
+ * a zombie (a child its parent never reaped, as a pane's CLI reparented to an init that reaps
+ * late) has ended; a running process, cal's own included, has not.
+ */
+const started: number[] = [];
+afterEach(() => {
+  for (const pid of started.splice(0)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+});
+
+const linux = process.platform === 'linux';
+
+describe('processExited', () => {
+  it('a running process has not ended; a pid no process has, and nonsense pids, are told apart', () => {
+    expect(processExited(process.pid)).toBe(false);
+    expect(processExited(0)).toBe(false);
+    expect(processExited(-1)).toBe(false);
+    expect(processExited(1.5)).toBe(false);
+    // Far above any pid_max: no such process.
+    expect(processExited(2 ** 30)).toBe(true);
+  });
+
+  it.skipIf(!linux)('a zombie has ended, while the parent that never reaps it runs on', async () => {
+    // The shell starts a short child, then becomes a `sleep` that never waits for it.
+    const parent = spawn('/bin/sh', ['-c', 'sleep 0.05 & echo $!; exec sleep 5'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    started.push(parent.pid!);
+    const zombie = await new Promise<number>((resolve) => parent.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))));
+    for (let i = 0; i < 100 && !readFileSync(`/proc/${zombie}/stat`, 'utf8').includes(') Z '); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(readFileSync(`/proc/${zombie}/stat`, 'utf8')).toContain(') Z ');
+    expect(processExited(zombie)).toBe(true);
+    expect(processExited(parent.pid!)).toBe(false);
+  });
+});
