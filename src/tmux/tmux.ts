@@ -257,9 +257,9 @@ export class TmuxServer {
    */
   async pasteIfOwn(own: OwnPane, text: string, submit = true): Promise<boolean> {
     // The pane's own process has ended (a killed pane or server takes it along; a zombie counts):
-    // no pane runs it alive, so nothing would be pasted. Said without starting a tmux client only to hear so (after
-    // a lost pane, where the socket tmux leaves behind cannot tell). A process that is still
-    // there, or one cal may not signal, goes the tmux way below.
+    // no pane runs it alive, so nothing would be pasted. Said without starting a tmux client only
+    // to hear so (after a lost pane, where the socket tmux leaves behind cannot tell). A process
+    // that is still there, or one cal may not signal, goes the tmux way below.
     if (own.pid !== undefined && processExited(own.pid)) return false;
     const paneNumber = /^%(\d+)$/.exec(own.paneId)?.[1];
     if (paneNumber === undefined || !FORMAT_SAFE.test(own.session)) {
