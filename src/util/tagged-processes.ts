@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import fs from 'node:fs/promises';
+import { processExited } from './process-identity.js';
 
 /**
  * Processes that carry one environment tag (`NAME=value` in /proc/<pid>/environ). A pane's
@@ -35,11 +35,7 @@ export async function processesTagged(tag: string): Promise<number[]> {
 
 /** True while the process exists and is not a zombie (a zombie has exited: it only waits to be reaped). */
 export async function processRunning(pid: number): Promise<boolean> {
-  const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => null);
-  if (stat === null) return false;
-  // Field 3, after the parenthesised command (which may itself hold spaces and parentheses).
-  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-  return state !== 'Z' && state !== 'X';
+  return !processExited(pid);
 }
 
 /**

@@ -2,9 +2,10 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { processExited } from '../../src/util/process-identity.js';
+import { processRunning } from '../../src/util/tagged-processes.js';
 
 /**
- * processExited, which lets a paste into a pane whose process has ended skip its tmux client:
+ * processExited (and processRunning, its negation for tagged processes), which lets a paste into a pane whose process has ended skip its tmux client:
  * a zombie (a child its parent never reaped, as a pane's CLI reparented to an init that reaps
  * late) has ended; a running process, cal's own included, has not.
  */
@@ -40,5 +41,9 @@ describe('processExited', () => {
     expect(readFileSync(`/proc/${zombie}/stat`, 'utf8')).toContain(') Z ');
     expect(processExited(zombie)).toBe(true);
     expect(processExited(parent.pid!)).toBe(false);
+    // The same answer for the lost pane's tagged processes, which cal waits to see ended.
+    expect(await processRunning(zombie)).toBe(false);
+    expect(await processRunning(parent.pid!)).toBe(true);
+    expect(await processRunning(2 ** 30)).toBe(false);
   });
 });
