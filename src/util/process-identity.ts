@@ -1,16 +1,23 @@
 import { existsSync, readFileSync } from 'node:fs';
 
 /**
+ * The fields of /proc/<pid>/stat from the third (state) on: counted after the ")" that closes the
+ * command name, which may itself hold spaces and parentheses. Throws where it cannot be read.
+ */
+function statFields(pid: number): string[] {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/**
  * A process named by pid plus the kernel's start time of that pid, so a pid reused by another
  * process is not taken for it. Linux /proc; elsewhere the start time is unknown (null) and a
  * pid alone is trusted.
  */
 export function processStartTime(pid: number): string | null {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Field 22 (starttime) counted after the ")" that closes the command name.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return fields[19] ?? null;
+    // Field 22 (starttime).
+    return statFields(pid)[19] ?? null;
   } catch {
     return null;
   }
@@ -30,9 +37,8 @@ export function processExited(pid: number): boolean {
     return (err as NodeJS.ErrnoException).code === 'ESRCH';
   }
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Field 3, after the parenthesised command (which may itself hold spaces and parentheses).
-    const state = stat.charAt(stat.lastIndexOf(')') + 2);
+    // Field 3 (state).
+    const state = statFields(pid)[0];
     return state === 'Z' || state === 'X';
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'ENOENT' && existsSync('/proc/self/stat');
