@@ -212,7 +212,7 @@ async function codexStructured() {
  */
 async function structured() {
   const script = path.join(root, 'bench', 'structured.mjs');
-  if (!existsSync(script)) return step('`cal continue` on Codex structured', codexStructured);
+  if (!existsSync(script)) return step('`cal continue` on Codex structured', codexStructured, 'structured');
   const env = { ...process.env, ...(process.env.BENCH_RUNS ? { BENCH_TURNS: process.env.BENCH_RUNS } : {}) };
   const run = await timed(process.execPath, [script], { env });
   const lines = run.stdout.split('\n');
@@ -253,7 +253,12 @@ async function concurrent() {
   else report.relative(`${CONCURRENT} sessions continued at once on ${os.cpus().length} cores: all correct, slowest ≤ 3x fastest`, slowest, fastest, 3, 'fastest', `all ${CONCURRENT} answers right; median ${fmt(median(times))}`);
 }
 
-async function step(name, fn) {
+// BENCH_ONLY=live,loss (keys: startup, inspect, live, loss, structured, concurrent) runs only
+// those targets: for working on one of them; a full run is what the README reports.
+const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : null;
+
+async function step(name, fn, key) {
+  if (only && !only.has(key)) return;
   try {
     await fn();
   } catch (err) {
@@ -264,15 +269,15 @@ async function step(name, fn) {
 let misses = 1;
 try {
   header();
-  await step('`cal --version` start-up', startup);
+  await step('`cal --version` start-up', startup, 'startup');
   const s = await claudeSessions();
-  await step('`cal inspect --json` of 200 handles', () => inspect200(s));
-  await step('`cal continue` on a live pane', () => livePane(s));
-  await step('`cal continue` after tmux loss', () => afterLoss(s));
+  await step('`cal inspect --json` of 200 handles', () => inspect200(s), 'inspect');
+  await step('`cal continue` on a live pane', () => livePane(s), 'live');
+  await step('`cal continue` after tmux loss', () => afterLoss(s), 'loss');
   // The panes of the targets above are ended, so the concurrency target has the cores to itself.
   for (const dir of stateDirs) spawnSync('tmux', ['-S', await tmuxSocketFor(path.join(dir, 'tmux')), 'kill-server']);
-  await step('`cal continue` on the structured transport', structured);
-  await step(`${CONCURRENT} sessions continued at once`, concurrent);
+  await step('`cal continue` on the structured transport', structured, 'structured');
+  await step(`${CONCURRENT} sessions continued at once`, concurrent, 'concurrent');
   const [l1, l5] = os.loadavg();
   report.notes.push(`load average at the end ${l1.toFixed(2)}/${l5.toFixed(2)}; on a loaded machine every figure grows (compare \`node -e 0\` above with about 40 ms on a quiet one)`);
   misses = report.print();
