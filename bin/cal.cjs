@@ -11,4 +11,12 @@ const { main } = requireWithCompileCache(path.join(__dirname, '..', 'dist', 'bin
 
 main(process.argv).then((code) => {
   process.exitCode = code;
+  // The command is done (every command returns only when its work has ended). Exiting now skips
+  // what a natural exit does first, freeing the whole heap (2-4 ms of every call, measured), once
+  // stdout and stderr hold nothing unwritten (they are synchronous on Linux; a pipe on macOS may
+  // not be, and its output must not be cut).
+  const pending = [process.stdout, process.stderr].filter((s) => s.writableLength > 0);
+  if (pending.length === 0) process.exit(code);
+  let left = pending.length;
+  for (const s of pending) s.once('drain', () => --left === 0 && process.exit(code));
 });

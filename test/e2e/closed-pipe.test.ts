@@ -60,6 +60,19 @@ describe('a closed stdout pipe', () => {
     });
   }
 
+  // cal exits as soon as its command is done (bin/cal.cjs), not by draining the event loop: a
+  // reader that takes its time still gets every byte.
+  it('a reader that waits before it reads still gets all of cal inspect --json and cal events', async () => {
+    const inspected = await piped('inspect --json', '(sleep 1; cat)');
+    expect(inspected.calExit).toBe(0);
+    expect(JSON.parse(inspected.stdout).handles).toHaveLength(1201);
+    const events = await piped(`events ${handleId}`, '(sleep 1; cat)');
+    expect(events.calExit).toBe(0);
+    const lines = events.stdout.split('\n');
+    expect(lines.filter((l) => l.includes('"filler"'))).toHaveLength(1500);
+    expect(() => lines.map((l) => JSON.parse(l))).not.toThrow();
+  });
+
   it('cal continue … | head -1 and | true: the turn completes, exit 0, nothing but the handle line on stderr', async () => {
     const headed = await piped(`continue ${handleId} 'What was the codeword?'`, 'head -1');
     expect([headed.calExit, headed.stdout, headed.stderr]).toEqual([0, 'The codeword was TANGO.', `handle: ${handleId}`]);
