@@ -93,7 +93,12 @@ function commandList(commands: string[][]): string[] {
 export class TmuxServer {
   constructor(readonly socket: string) {}
 
-  private tmux(commands: string[][], input?: string, clientEnv?: Record<string, string>): Promise<TmuxResult> {
+  /**
+   * Runs one tmux client. `doneWhen` ends the wait as soon as the client's output says what the
+   * caller needs (the client then exits on its own, unwaited): its exit comes a few ms after its
+   * last line, on the way to every paste.
+   */
+  private tmux(commands: string[][], input?: string, clientEnv?: Record<string, string>, doneWhen?: (stdout: string) => boolean): Promise<TmuxResult> {
     return new Promise((resolve, reject) => {
       // A server started by this call inherits this environment; panes get theirs from newPane.
       const child = spawn('tmux', ['-S', this.socket, ...commandList(commands)], {
@@ -102,7 +107,13 @@ export class TmuxServer {
       });
       const out: Buffer[] = [];
       const err: Buffer[] = [];
-      child.stdout?.on('data', (d: Buffer) => out.push(d));
+      child.stdout?.on('data', (d: Buffer) => {
+        out.push(d);
+        if (doneWhen) {
+          const stdout = Buffer.concat(out).toString('utf8');
+          if (doneWhen(stdout)) resolve({ stdout, stderr: Buffer.concat(err).toString('utf8'), exitCode: 0 });
+        }
+      });
       child.stderr?.on('data', (d: Buffer) => err.push(d));
       child.on('error', (e: NodeJS.ErrnoException) => {
         reject(
@@ -274,7 +285,15 @@ export class TmuxServer {
     const isOwn = checks.reduceRight((rest, check) => `#{&&:${check},${rest}}`);
     const buffer = pasteBufferName();
     const pasteCommands = `paste-buffer -p -d -b ${buffer} -t ${own.paneId}${submit ? ` ; send-keys -t ${own.paneId} Enter` : ''} ; display-message -p ${PASTED}`;
-    const res = await this.tmux([['load-buffer', '-b', buffer, '-'], ['if-shell', '-F', '-t', own.paneId, isOwn, pasteCommands, `delete-buffer -b ${buffer} ; display-message -p ${NOT_PASTED}`]], text);
+    // The pasted line is printed last, after the paste and Enter succeeded (a failed command ends
+    // the list before it), so once it is out the paste is done, whatever the exit.
+    const pastedLine = (stdout: string) => stdout.split('\n').slice(0, -1).includes(PASTED);
+    const res = await this.tmux(
+      [['load-buffer', '-b', buffer, '-'], ['if-shell', '-F', '-t', own.paneId, isOwn, pasteCommands, `delete-buffer -b ${buffer} ; display-message -p ${NOT_PASTED}`]],
+      text,
+      undefined,
+      pastedLine,
+    );
     const said = res.stdout.split('\n');
     if (said.includes(PASTED)) {
       if (res.exitCode !== 0) throw tmuxFailure('paste', res);
