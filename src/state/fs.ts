@@ -9,13 +9,22 @@ export { ensurePrivateDir } from '../util/private-dir.js';
 /** Writes to one file in this process, in call order (a later write never lands under an earlier one). */
 const pendingWrites = new Map<string, Promise<void>>();
 
+export interface WriteOptions {
+  /**
+   * false: no fsync, for a document whose loss in a crash of the machine says nothing false (a
+   * turn not yet sent, a cache). The rename stays atomic: a process that reads it sees the old
+   * document or the new one; only after a power loss may the new one be missing or empty.
+   */
+  durable?: boolean;
+}
+
 /**
  * Atomic write: a fresh temp file beside it (O_EXCL, never through a symlink), fsync, rename;
  * mode 0600. What is on disk is the old document or the new one, whole.
  */
-export async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
+export async function writeJsonAtomic(file: string, value: unknown, opts: WriteOptions = {}): Promise<void> {
   const previous = pendingWrites.get(file) ?? Promise.resolve();
-  const write = previous.catch(() => undefined).then(() => writeNow(file, JSON.stringify(value, null, 2) + '\n'));
+  const write = previous.catch(() => undefined).then(() => writeNow(file, JSON.stringify(value, null, 2) + '\n', opts.durable !== false));
   pendingWrites.set(file, write);
   try {
     await write;
@@ -28,7 +37,7 @@ export async function writeJsonAtomic(file: string, value: unknown): Promise<voi
  * The write itself, synchronously: six small system calls cost less than six thread-pool round
  * trips, and a command has nothing else to do meanwhile.
  */
-async function writeNow(file: string, text: string): Promise<void> {
+async function writeNow(file: string, text: string, durable: boolean): Promise<void> {
   await refuseSymlink(file);
   await refuseNonRegular(file);
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
@@ -38,7 +47,7 @@ async function writeNow(file: string, text: string): Promise<void> {
       // 0600 whatever the umask (which could take the owner's own bits away as well).
       fchmodSync(fd, 0o600);
       writeFileSync(fd, text, 'utf8');
-      fsyncSync(fd);
+      if (durable) fsyncSync(fd);
     } finally {
       closeSync(fd);
     }

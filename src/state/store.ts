@@ -9,7 +9,7 @@ import { readSettledMark, saveSettledMark, type SettledMark } from './settled-ma
 import { appendJsonLine, ensurePrivateDir, readJsonFile, readJsonLines, refuseNonDirectory, refuseNonRegular, refuseSymlink, stateWriteError, writeJsonAtomic } from './fs.js';
 import { LockDirectory } from './lock.js';
 import { resolveStateDir, stateLayout, type StateLayout } from './paths.js';
-import { TurnRecord } from './turns.js';
+import { TurnRecord, unsentStatuses } from './turns.js';
 
 export interface EventRecord {
   time: string;
@@ -255,7 +255,11 @@ export class StateStore {
       this.turnDirsChecked.add(dir);
     }
     const checked = TurnRecord.parse({ ...turn, updatedAt: new Date().toISOString() });
-    await writeJsonAtomic(path.join(dir, `${turn.id}.json`), checked);
+    // A turn still before its send (queued, waiting for the lock) is written without an fsync: if
+    // the machine loses it, nothing was sent. Every record from `sending` on is fsynced before
+    // cal goes on (the send itself waits for it). One fsync fewer on the way to every paste, and
+    // one wait fewer behind other writes on a busy disk.
+    await writeJsonAtomic(path.join(dir, `${turn.id}.json`), checked, { durable: !unsentStatuses.has(checked.status) });
   }
 
   /** How many turn record files a handle has, readable or not. */

@@ -33,3 +33,6 @@ export const TurnRecord = z.object({
 export type TurnRecord = z.infer<typeof TurnRecord>;
 
 export const terminalStatuses: ReadonlySet<TurnStatus> = new Set(['completed', 'failed', 'interrupted', 'lost']);
+
+/** Statuses of a turn whose message has not left cal yet (nothing was sent, nothing is owed). */
+export const unsentStatuses: ReadonlySet<TurnStatus> = new Set(['queued', 'waiting_for_lock']);
