@@ -42,9 +42,14 @@ const zod = /[\\/]node_modules[\\/]zod[\\/]/;
 const isBase = (id) => own(id) && baseModules.has(relative(id));
 const isCore = (id) => zod.test(id) || (own(id) && !commandEntries.has(relative(id)) && !ownChunks.test(relative(id)));
 
+// cal's version, read here once instead of from package.json at every start (util/package-root.ts).
+const { version } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
+if (typeof version !== 'string') throw new Error('scripts/bundle.mjs: package.json has no version');
+
 const result = await build({
   input: { cli: path.join(root, 'dist', 'cli.js') },
   platform: 'node',
+  transform: { define: { __CAL_VERSION__: JSON.stringify(version) } },
   external: (id) => outside.test(id),
   logLevel: 'warn',
   output: {
@@ -52,7 +57,8 @@ const result = await build({
     format: 'cjs',
     entryFileNames: '[name].cjs',
     chunkFileNames: '[name]-[hash].cjs',
-    minify: true,
+    // BUNDLE_MINIFY=0 keeps names and lines, for reading a CPU profile of a command.
+    minify: process.env.BUNDLE_MINIFY !== '0',
     codeSplitting: {
       groups: [
         { name: 'base', test: isBase, priority: 2 },

@@ -9,13 +9,18 @@ import { fileURLToPath } from 'node:url';
  * runs beside itself (package.json, bin/cal.cjs, Pi's bridge extension, the pinned CLIs of a
  * checkout) are named from here, never relative to the module that needs them.
  */
-export const packageRoot = fileURLToPath(new URL('../../', import.meta.url));
+let root: string | null = null;
 
 export function packagePath(...segments: string[]): string {
-  return path.join(packageRoot, ...segments);
+  // Found on first use, not at load: every command loads this module, few name a file by it.
+  root ??= fileURLToPath(new URL('../../', import.meta.url));
+  return path.join(root, ...segments);
 }
 
-let version: string | null = null;
+/** Set by scripts/bundle.mjs in the bundled command line (so no command reads package.json to build its help); absent in the library. */
+declare const __CAL_VERSION__: string | undefined;
+
+let version: string | null = typeof __CAL_VERSION__ === 'string' ? __CAL_VERSION__ : null;
 
 /** cal's own version, from its package.json. */
 export function calVersion(): string {
