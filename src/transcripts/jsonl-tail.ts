@@ -1,5 +1,4 @@
-import { watch, type FSWatcher } from 'node:fs';
-import fs from 'node:fs/promises';
+import { closeSync, constants as fsConstants, fstatSync, openSync, readSync, statSync, watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
 
 /**
@@ -34,10 +33,17 @@ const examined = new Map<string, number>();
 /** Lines longer than this are skipped whole rather than held in memory. */
 export const MAX_LINE_BYTES = 16 << 20;
 
+/**
+ * The reads are synchronous: a turn's end is read as soon as the CLI writes it, and an open, a
+ * stat, a read and a close through the thread pool are four round trips on the way from that
+ * record to cal's exit (each read between lines is at most CHUNK, about 1 ms for a full one).
+ */
 export async function readJsonlFrom(file: string, offset: number, maxBytes = 8 << 20): Promise<TailResult> {
-  let fh: fs.FileHandle;
+  let fd: number;
   try {
-    fh = await fs.open(file, 'r');
+    // O_NONBLOCK: a FIFO where the transcript belongs must not hang cal in open() (below, anything
+    // but a regular file is read as no transcript yet).
+    fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
       examined.delete(file);
@@ -46,7 +52,12 @@ export async function readJsonlFrom(file: string, offset: number, maxBytes = 8 <
     throw err;
   }
   try {
-    const { size } = await fh.stat();
+    const st = fstatSync(fd);
+    if (!st.isFile()) {
+      examined.delete(file);
+      return { records: [], offset, skipped: 0, truncated: false, missing: true };
+    }
+    const { size } = st;
     if (size < offset) {
       examined.delete(file);
       return { records: [], offset, skipped: 0, truncated: true, missing: false };
@@ -64,7 +75,7 @@ export async function readJsonlFrom(file: string, offset: number, maxBytes = 8 <
     while (pos < size && (consumed < maxBytes || pendingBytes > 0 || oversized)) {
       const len = Math.min(CHUNK, size - pos);
       const buf = Buffer.allocUnsafe(len);
-      const { bytesRead } = await fh.read(buf, 0, len, pos);
+      const bytesRead = readSync(fd, buf, 0, len, pos);
       if (bytesRead === 0) break;
       let start = 0;
       for (;;) {
@@ -104,7 +115,7 @@ export async function readJsonlFrom(file: string, offset: number, maxBytes = 8 <
     examined.set(file, pos);
     return { records, offset: lineStart, skipped, truncated: false, missing: false };
   } finally {
-    await fh.close();
+    closeSync(fd);
   }
 }
 
@@ -139,13 +150,14 @@ export function waitForChange(file: string, timeoutMs: number, pollMs = 200): Pr
     const timer = setTimeout(done, timeoutMs);
     let lastSize = examined.get(file) ?? -1;
     const check = () => {
-      fs.stat(file).then(
-        (st) => {
-          if (lastSize !== -1 && st.size !== lastSize) done();
-          lastSize = st.size;
-        },
-        () => undefined,
-      );
+      let size: number;
+      try {
+        size = statSync(file).size;
+      } catch {
+        return;
+      }
+      if (lastSize !== -1 && size !== lastSize) done();
+      lastSize = size;
     };
     const poll = setInterval(check, pollMs);
     try {
@@ -163,25 +175,26 @@ export function waitForChange(file: string, timeoutMs: number, pollMs = 200): Pr
 
 /** Byte offset just past the last complete line of a file (0 when it is missing or has none). */
 export async function lastLineBoundary(file: string): Promise<number> {
-  let fh: fs.FileHandle;
+  let fd: number;
   try {
-    fh = await fs.open(file, 'r');
+    fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
   } catch {
     return 0;
   }
   try {
-    const { size } = await fh.stat();
-    let end = size;
+    const st = fstatSync(fd);
+    if (!st.isFile()) return 0;
+    let end = st.size;
     while (end > 0) {
       const len = Math.min(CHUNK, end);
       const buf = Buffer.allocUnsafe(len);
-      await fh.read(buf, 0, len, end - len);
+      readSync(fd, buf, 0, len, end - len);
       const nl = buf.lastIndexOf(10);
       if (nl !== -1) return end - len + nl + 1;
       end -= len;
     }
     return 0;
   } finally {
-    await fh.close();
+    closeSync(fd);
   }
 }

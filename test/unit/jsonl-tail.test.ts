@@ -1,8 +1,9 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readJsonlFrom, waitForChange } from '../../src/transcripts/jsonl-tail.js';
+import { lastLineBoundary, readJsonlFrom, waitForChange } from '../../src/transcripts/jsonl-tail.js';
 
 async function tmpFile(content: string | Buffer): Promise<string> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'cal-tail-'));
@@ -34,6 +35,22 @@ describe('incremental JSONL tailing', () => {
     expect((await readJsonlFrom('/nonexistent/x.jsonl', 0)).missing).toBe(true);
     const file = await tmpFile('{"a":1}\n');
     expect((await readJsonlFrom(file, 100)).truncated).toBe(true);
+  });
+
+  it('a FIFO or a folder where the transcript belongs reads as no transcript yet, at once (never a hang in open)', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'cal-tail-'));
+    const fifo = path.join(dir, 'fifo.jsonl');
+    execFileSync('mkfifo', [fifo]);
+    expect(await readJsonlFrom(fifo, 0)).toMatchObject({ records: [], missing: true, truncated: false });
+    expect(await lastLineBoundary(fifo)).toBe(0);
+    expect(await readJsonlFrom(dir, 0)).toMatchObject({ records: [], missing: true });
+  });
+
+  it('lastLineBoundary is the offset past the last complete line', async () => {
+    expect(await lastLineBoundary(await tmpFile('{"a":1}\n{"b":'))).toBe(8);
+    expect(await lastLineBoundary(await tmpFile('{"a":1}\n'))).toBe(8);
+    expect(await lastLineBoundary(await tmpFile('{"a":'))).toBe(0);
+    expect(await lastLineBoundary('/nonexistent/x.jsonl')).toBe(0);
   });
 
   it('multi-byte UTF-8 split across read chunks is decoded whole', async () => {
