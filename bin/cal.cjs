@@ -14,9 +14,14 @@ main(process.argv).then((code) => {
   // The command is done (every command returns only when its work has ended). Exiting now skips
   // what a natural exit does first, freeing the whole heap (2-4 ms of every call, measured), once
   // stdout and stderr hold nothing unwritten (they are synchronous on Linux; a pipe on macOS may
-  // not be, and its output must not be cut).
-  const pending = [process.stdout, process.stderr].filter((s) => s.writableLength > 0);
-  if (pending.length === 0) process.exit(code);
-  let left = pending.length;
-  for (const s of pending) s.once('drain', () => --left === 0 && process.exit(code));
+  // not be, and its output must not be cut). One turn of the event loop comes first, so handles
+  // the command closed in its last callbacks are released: libuv removes an fs.watch closed in
+  // its own callback only after that callback returns, and a watch left for the kernel to tear
+  // down at exit made the exit about 10 ms slower (measured with strace: no inotify_rm_watch).
+  setImmediate(() => {
+    const pending = [process.stdout, process.stderr].filter((s) => s.writableLength > 0);
+    if (pending.length === 0) process.exit(code);
+    let left = pending.length;
+    for (const s of pending) s.once('drain', () => --left === 0 && process.exit(code));
+  });
 });
