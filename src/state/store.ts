@@ -368,8 +368,7 @@ export class StateStore {
     await refuseSymlink(dir);
     let entries: string[];
     try {
-      // Synchronously, like the records' own reads (fs.ts): one readdir costs less than a
-      // thread-pool round trip, and a continue lists its turns twice before the send.
+      // Synchronously, as namedTurnFiles lists them.
       entries = readdirSync(dir);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
