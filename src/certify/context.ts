@@ -1,6 +1,6 @@
 import { randomBytes } from '../util/random.js';
 import { existsSync, realpathSync } from 'node:fs';
-import fs from 'node:fs/promises';
+import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { packagePath } from '../util/package-root.js';
 import { execa } from 'execa';

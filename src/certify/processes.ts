@@ -1,4 +1,4 @@
-import fs from 'node:fs/promises';
+import { promises as fs } from 'node:fs';
 
 /**
  * Processes that belong to one certification scenario: every process whose command line,

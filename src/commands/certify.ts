@@ -1,4 +1,4 @@
-import fs from 'node:fs/promises';
+import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { CertificationError, openSessions, type CertId, type CertifyResult } from '../index.js';
 import { junitXml, modeLine, reportJson, summaryLine, tableHeader, tableRow } from '../certify/report.js';

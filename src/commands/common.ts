@@ -1,4 +1,4 @@
-import fs from 'node:fs/promises';
+import { promises as fs } from 'node:fs';
 import { CalError, TurnError, type Handle, type Turn, type TurnResult } from '../index.js';
 import { checkMessage } from '../library/history.js';
 import { toCalError } from '../errors.js';

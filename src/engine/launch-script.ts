@@ -1,5 +1,5 @@
 import { randomBytes } from '../util/random.js';
-import fs from 'node:fs/promises';
+import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { CalError } from '../errors.js';
 import { ensurePrivateDir } from '../util/private-dir.js';

@@ -1,6 +1,6 @@
 import { digestHex } from '../util/digest.js';
 import { realpathSync, statSync } from 'node:fs';
-import fs from 'node:fs/promises';
+import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { CalError } from '../errors.js';
 import type { DirIdentity, StabilityFingerprint } from '../handles/schema.js';

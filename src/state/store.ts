@@ -1,6 +1,6 @@
 import { randomBytes } from '../util/random.js';
 import { lstatSync, mkdirSync, readdirSync } from 'node:fs';
-import fs from 'node:fs/promises';
+import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { z } from '../util/zod.js';
 import { CalError } from '../errors.js';

@@ -1,5 +1,5 @@
 import { lstatSync, type Stats } from 'node:fs';
-import fs from 'node:fs/promises';
+import { promises as fs } from 'node:fs';
 import { CalError } from '../errors.js';
 
 /**

@@ -1,4 +1,4 @@
-import fs from 'node:fs/promises';
+import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { z } from '../util/zod.js';
 import { ensurePrivateDir, readJsonFile, writeJsonAtomic } from '../state/fs.js';

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import fs from 'node:fs/promises';
+import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { CalError } from '../../errors.js';
 import { z } from '../../util/zod.js';

@@ -1,4 +1,4 @@
-import fs from 'node:fs/promises';
+import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { CalError } from '../../errors.js';
 import type { ToolPolicy } from '../../handles/schema.js';

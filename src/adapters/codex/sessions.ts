@@ -1,5 +1,5 @@
 import { readdirSync, statSync } from 'node:fs';
-import fs from 'node:fs/promises';
+import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';

@@ -1,6 +1,6 @@
 import { digestHex } from '../../util/digest.js';
 import { existsSync } from 'node:fs';
-import fs from 'node:fs/promises';
+import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from '../../util/zod.js';

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import fs from 'node:fs/promises';
+import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { CalError } from '../../errors.js';
 import { MANAGED_HOME_MARKER } from '../claude-code/home.js';

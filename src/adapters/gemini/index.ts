@@ -1,5 +1,5 @@
 import { randomUUID } from '../../util/random.js';
-import fs from 'node:fs/promises';
+import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { CalError } from '../../errors.js';

@@ -1,4 +1,4 @@
-import fs from 'node:fs/promises';
+import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { AgentSessionHandle } from '../../handles/schema.js';
 import { errorKind, errorText, exists, type ScenarioContext } from '../context.js';

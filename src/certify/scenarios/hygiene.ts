@@ -1,4 +1,4 @@
-import fs from 'node:fs/promises';
+import { promises as fs } from 'node:fs';
 import { errorText, sleep, type ScenarioContext } from '../context.js';
 import { processesMarkedBy } from '../processes.js';
 import { CertFailure } from '../types.js';
