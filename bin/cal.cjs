@@ -21,7 +21,13 @@ main(process.argv).then((code) => {
   setImmediate(() => {
     const pending = [process.stdout, process.stderr].filter((s) => s.writableLength > 0);
     if (pending.length === 0) process.exit(code);
+    // A stream whose reader went away (EPIPE) never drains: its close counts as done as well.
     let left = pending.length;
-    for (const s of pending) s.once('drain', () => --left === 0 && process.exit(code));
+    for (const s of pending) {
+      let done = false;
+      const one = () => !done && (done = true) && --left === 0 && process.exit(code);
+      s.once('drain', one);
+      s.once('close', one);
+    }
   });
 });

@@ -45,18 +45,12 @@ export async function readJsonlFrom(file: string, offset: number, maxBytes = 8 <
     // but a regular file is read as no transcript yet).
     fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-      examined.delete(file);
-      return { records: [], offset, skipped: 0, truncated: false, missing: true };
-    }
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return noTranscript(file, offset);
     throw err;
   }
   try {
     const st = fstatSync(fd);
-    if (!st.isFile()) {
-      examined.delete(file);
-      return { records: [], offset, skipped: 0, truncated: false, missing: true };
-    }
+    if (!st.isFile()) return noTranscript(file, offset);
     const { size } = st;
     if (size < offset) {
       examined.delete(file);
@@ -117,6 +111,12 @@ export async function readJsonlFrom(file: string, offset: number, maxBytes = 8 <
   } finally {
     closeSync(fd);
   }
+}
+
+/** No file there, or something else than a file (a FIFO, a folder): no transcript yet. */
+function noTranscript(file: string, offset: number): TailResult {
+  examined.delete(file);
+  return { records: [], offset, skipped: 0, truncated: false, missing: true };
 }
 
 function parseLine(line: Buffer): unknown {
