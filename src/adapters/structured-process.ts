@@ -10,22 +10,32 @@ import { timingMark } from '../util/timing.js';
  * Linux refuses a single argument over 128 KiB), one JSON event per stdout line, handed over
  * as each line completes so `--stream` sees the turn while it runs.
  *
- * The CLI's stdin, stdout and stderr are files (0600, unlinked as soon as they are open), not
- * pipes: a cal that dies mid-turn then leaves a CLI that still has its whole message and can
- * still write, so it finishes the turn in its own transcript, where `cal recover` finds it
- * (measured: Pi dies of EPIPE on its next event when its stdout is a pipe nobody reads).
+ * The CLI's stdout and stderr are files (0600, unlinked as soon as they are open), not pipes, and
+ * so is its stdin with runJsonlProcess: a cal that dies mid-turn then leaves a CLI that still has
+ * its whole message and can still write, so it finishes the turn in its own transcript, where
+ * `cal recover` finds it (measured: Pi dies of EPIPE on its next event when its stdout is a pipe
+ * nobody reads). startJsonlProcess gives stdin a pipe instead, written once the turn's records are
+ * on disk: the CLI holds the message from when the write returns (a socket buffer of its own).
  */
-export interface JsonlProcessRequest {
+export interface JsonlProcessRequest extends JsonlLaunch, JsonlFollow {
+  /** The CLI's whole stdin. */
+  stdin: string;
+  /** Called at once when the CLI process exists (its pid), so cal can record it before it waits. */
+  onSpawned?(pid: number): void;
+}
+
+/** What a CLI process is started with. */
+export interface JsonlLaunch {
   argv: string[];
   env: Record<string, string>;
   cwd: string;
-  /** The CLI's whole stdin. */
-  stdin: string;
+}
+
+/** How a started CLI process is followed to its end. */
+export interface JsonlFollow {
   timeoutMs: number;
   /** Every stdout line that parses as JSON, in order (other lines are counted). */
   onEvent(value: unknown): void;
-  /** Called at once when the CLI process exists (its pid), so cal can record it before it waits. */
-  onSpawned?(pid: number): void;
 }
 
 export interface JsonlProcessResult {
@@ -35,6 +45,21 @@ export interface JsonlProcessResult {
   stderr: string;
   /** stdout lines that were not JSON. */
   otherLines: number;
+}
+
+/**
+ * A CLI process started with its stdin a pipe that nothing was written to yet: for a CLI that
+ * reads its message only after its own start-up (Claude Code reads its config, then stdin,
+ * then the session: measured with strace on 2.0.12, 2.1.328 and 2.1.332), so cal's bookkeeping
+ * before the send runs while the CLI starts. `send` writes the input and follows the process to
+ * its end; `discard` kills a process that was never sent anything.
+ */
+export interface HeldJsonlProcess {
+  readonly pid: number | undefined;
+  /** Whether the process is still waiting for its input (not sent, not ended, not discarded). */
+  readonly waiting: boolean;
+  send(input: string, follow: JsonlFollow): Promise<JsonlProcessResult>;
+  discard(): void;
 }
 
 /** How often stdout is read while the CLI runs (--stream latency; the end is read at once). */
@@ -67,11 +92,42 @@ function tail(fd: number): () => string {
   };
 }
 
-export async function runJsonlProcess(req: JsonlProcessRequest): Promise<JsonlProcessResult> {
-  const stdin = anonymousFile(req.stdin, (f) => openSync(f, 'r'));
+type Exit = Pick<JsonlProcessResult, 'exitCode' | 'signal'>;
+
+/** A spawned CLI with its stdout and stderr in files, its end watched from the spawn on. */
+interface Spawned {
+  child: ChildProcess;
+  exit: Promise<Exit>;
+  outRead: number;
+  errRead: number;
+}
+
+function spawnToFiles(launch: JsonlLaunch, stdin: number | 'pipe'): Spawned {
   const [outWrite, outRead] = anonymousFile('', (f) => [openSync(f, 'a'), openSync(f, 'r')] as const);
   const [errWrite, errRead] = anonymousFile('', (f) => [openSync(f, 'a'), openSync(f, 'r')] as const);
-  const readOut = tail(outRead);
+  let child: ChildProcess;
+  try {
+    child = spawn(launch.argv[0] as string, launch.argv.slice(1), { cwd: launch.cwd, env: launch.env, stdio: [stdin, outWrite, errWrite] });
+  } catch (err) {
+    for (const fd of [outRead, errRead]) closeSync(fd);
+    throw err;
+  } finally {
+    // The child holds its own copies once it is spawned.
+    for (const fd of [outWrite, errWrite]) closeSync(fd);
+  }
+  timingMark('structured-spawned');
+  // Watched from here on: a CLI that fails to start, or ends before it is followed, is not missed.
+  const exit = new Promise<Exit>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code, signal) => resolve({ exitCode: code ?? undefined, signal: signal ?? undefined }));
+  });
+  exit.catch(() => undefined);
+  return { child, exit, outRead, errRead };
+}
+
+/** Follows a spawned CLI to its end, handing over each stdout line as it completes. */
+async function follow(proc: Spawned, req: JsonlFollow): Promise<JsonlProcessResult> {
+  const readOut = tail(proc.outRead);
   let pending = '';
   let otherLines = 0;
   const drain = () => {
@@ -92,19 +148,9 @@ export async function runJsonlProcess(req: JsonlProcessRequest): Promise<JsonlPr
       req.onEvent(value);
     }
   };
-  let timer: NodeJS.Timeout | undefined;
+  const timer = setInterval(drain, READ_EVERY_MS);
   try {
-    let child: ChildProcess;
-    try {
-      child = spawn(req.argv[0] as string, req.argv.slice(1), { cwd: req.cwd, env: req.env, stdio: [stdin, outWrite, errWrite] });
-    } finally {
-      // The child holds its own copies once it is spawned.
-      for (const fd of [stdin, outWrite, errWrite]) closeSync(fd);
-    }
-    timingMark('structured-spawned');
-    if (child.pid !== undefined) req.onSpawned?.(child.pid);
-    timer = setInterval(drain, READ_EVERY_MS);
-    const res = await exited(child, req.timeoutMs);
+    const res = await ended(proc, req.timeoutMs);
     timingMark('structured-exited');
     clearInterval(timer);
     drain();
@@ -112,34 +158,79 @@ export async function runJsonlProcess(req: JsonlProcessRequest): Promise<JsonlPr
       pending += '\n';
       drain();
     }
-    return { ...res, stderr: tail(errRead)(), otherLines };
+    return { ...res, stderr: tail(proc.errRead)(), otherLines };
   } finally {
     clearInterval(timer);
-    for (const fd of [outRead, errRead]) closeSync(fd);
+    for (const fd of [proc.outRead, proc.errRead]) closeSync(fd);
   }
 }
 
-/** Waits for the child to end; past the timeout it gets SIGTERM, and SIGKILL 5 s later. */
-function exited(child: ChildProcess, timeoutMs: number): Promise<Pick<JsonlProcessResult, 'exitCode' | 'signal' | 'timedOut'>> {
-  return new Promise((resolve, reject) => {
-    let timedOut = false;
-    let kill: NodeJS.Timeout | undefined;
-    const term = setTimeout(() => {
-      timedOut = true;
-      child.kill('SIGTERM');
-      kill = setTimeout(() => child.kill('SIGKILL'), 5000);
-    }, timeoutMs);
-    child.once('error', (err) => {
-      clearTimeout(term);
-      clearTimeout(kill);
-      reject(err);
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(term);
-      clearTimeout(kill);
-      resolve({ exitCode: code ?? undefined, signal: signal ?? undefined, timedOut });
-    });
-  });
+export async function runJsonlProcess(req: JsonlProcessRequest): Promise<JsonlProcessResult> {
+  const stdin = anonymousFile(req.stdin, (f) => openSync(f, 'r'));
+  let proc: Spawned;
+  try {
+    proc = spawnToFiles(req, stdin);
+  } finally {
+    closeSync(stdin);
+  }
+  if (proc.child.pid !== undefined) req.onSpawned?.(proc.child.pid);
+  return follow(proc, req);
+}
+
+/**
+ * Starts a CLI whose input comes later (HeldJsonlProcess). A cal that dies before `send` leaves
+ * it an empty stdin, and one that dies while writing leaves it a cut one: the CLI's input format
+ * must make both no message at all (Claude's stream-json input: a line that is not whole JSON,
+ * or none, sends nothing).
+ */
+export function startJsonlProcess(launch: JsonlLaunch): HeldJsonlProcess {
+  const proc = spawnToFiles(launch, 'pipe');
+  const stdin = proc.child.stdin;
+  // A CLI that ended before its input was written (EPIPE) says why on stderr and by its exit.
+  stdin?.on('error', () => undefined);
+  let state: 'waiting' | 'sent' | 'discarded' = 'waiting';
+  let exited = false;
+  void proc.exit.then(
+    () => (exited = true),
+    () => (exited = true),
+  );
+  return {
+    pid: proc.child.pid,
+    get waiting() {
+      return state === 'waiting' && !exited;
+    },
+    send(input, req) {
+      if (state !== 'waiting') throw new Error(`a held CLI process was already ${state}`);
+      state = 'sent';
+      stdin?.end(input);
+      return follow(proc, req);
+    },
+    discard() {
+      if (state !== 'waiting') return;
+      state = 'discarded';
+      // Nothing was written: the CLI has read its config at most, and written nothing (strace).
+      proc.child.kill('SIGKILL');
+      stdin?.destroy();
+      for (const fd of [proc.outRead, proc.errRead]) closeSync(fd);
+    },
+  };
+}
+
+/** Waits for the CLI to end; past the timeout it gets SIGTERM, and SIGKILL 5 s later. */
+async function ended(proc: Spawned, timeoutMs: number): Promise<Pick<JsonlProcessResult, 'exitCode' | 'signal' | 'timedOut'>> {
+  let timedOut = false;
+  let kill: NodeJS.Timeout | undefined;
+  const term = setTimeout(() => {
+    timedOut = true;
+    proc.child.kill('SIGTERM');
+    kill = setTimeout(() => proc.child.kill('SIGKILL'), 5000);
+  }, timeoutMs);
+  try {
+    return { ...(await proc.exit), timedOut };
+  } finally {
+    clearTimeout(term);
+    clearTimeout(kill);
+  }
 }
 
 /** A CLI's last stderr line that says something (its own error text), or ''. */

@@ -147,6 +147,26 @@ export interface StructuredRunRequest extends LaunchRequest {
 
 export interface StructuredTransport {
   run(req: StructuredRunRequest): Promise<StructuredTurnResult>;
+  /**
+   * Optional: starts the CLI of a resumed turn before cal's bookkeeping (turn record, lock,
+   * earlier turns, the records before the send), for a CLI that reads its message only after
+   * its own start-up; the message follows with `run`. Null when it cannot for this request.
+   */
+  start?(req: StructuredStartRequest): StartedStructuredTurn | null;
+}
+
+/** What a structured turn is started with before its message is known to be sent. */
+export type StructuredStartRequest = Omit<StructuredRunRequest, 'message' | 'timeoutMs' | 'onProgress' | 'signal' | 'onSpawned'>;
+
+export interface StartedStructuredTurn {
+  /**
+   * Sends the message and follows the turn, as `StructuredTransport.run` does, through the
+   * started CLI when `req` launches exactly what it was started with and the session is as it
+   * was then; otherwise the started CLI is discarded and the turn launched afresh.
+   */
+  run(req: StructuredRunRequest): Promise<StructuredTurnResult>;
+  /** Ends a started CLI that was never sent anything (no-op once `run` took it). */
+  discard(): void;
 }
 
 export interface StallKeys {

@@ -3,14 +3,15 @@ import type { PinnedCli, ProviderHandle } from '../handles/schema.js';
 import { checkPinned } from '../adapters/resolve.js';
 import { isProcessAlive, processStartTime } from '../util/process-identity.js';
 import { feedTranscript } from './transcript-feed.js';
+import type { StartedStructuredTurn } from '../adapters/types.js';
 import type { EngineResult, TurnRequest } from './types.js';
 
 /**
  * Structured transport (design §4.6): one CLI process per turn in its JSON mode, with the CLI's
  * own resume after the first turn. No pane; the answer comes from the CLI's event stream.
  *
- * The CLI reads its message from a file and writes to files (adapters/structured-process.ts), so
- * it outlives a cal killed mid-turn and finishes the turn in its transcript. What a later
+ * The CLI writes to files and holds its whole message once it is sent (adapters/structured-process.ts),
+ * so it outlives a cal killed mid-turn and finishes the turn in its transcript. What a later
  * `cal recover` needs to settle that turn without sending it again is written before cal waits:
  * the turn is `running` before the launch (the CLI may hold the message from then on), and the
  * CLI's pid and start time are on the handle as soon as the process exists.
@@ -33,9 +34,10 @@ export async function runStructuredTurn(req: TurnRequest, text: string): Promise
   const onSpawned = (pid: number) => {
     recording = hooks.onHandleChanged({ ...handle, cli, cliProcess: { pid, startTime: processStartTime(pid) } }, {});
   };
+  const started = mode === 'resume' ? req.started : null;
   let result;
   try {
-    result = await adapter.structured.run({
+    result = await (started ?? adapter.structured).run({
       cli,
       env: req.env,
       config: req.config,
@@ -71,6 +73,36 @@ export async function runStructuredTurn(req: TurnRequest, text: string): Promise
   };
   await hooks.onHandleChanged(handle, {});
   return { handle, outcome: { status: result.status, answer: result.answer, error: result.error, turnKey: null, tools: result.tools } };
+}
+
+/**
+ * Starts the CLI of a resumed structured turn ahead of the turn (StructuredTransport.start), so
+ * that what cal does before the send (the turn record, the handle's lock, earlier turns, the
+ * durable records of the send) runs while the CLI starts. Nothing is sent: the message follows
+ * in runStructuredTurn, once its records are on disk, and a start that is not used is discarded.
+ * Null where the adapter cannot, the handle is not a resumable structured session, or a step
+ * fails: then the turn launches as usual, and reports the failure there.
+ */
+export async function startStructuredTurn(req: Pick<TurnRequest, 'adapter' | 'handle' | 'config' | 'env' | 'sessionDir'>): Promise<StartedStructuredTurn | null> {
+  const { adapter, handle } = req;
+  const start = adapter.structured?.start;
+  if (!start || handle.transport !== 'structured' || !handle.nativeSessionId || !handle.cli || handle.cliProcess) return null;
+  try {
+    const cli = await checkPinned(handle.cli, req.env, adapter.executable, adapter.readVersion);
+    // Before the start: the CLI reads its config when it starts, not when its message comes.
+    await adapter.prepare(req.env, req.config);
+    return start({
+      cli,
+      env: req.env,
+      config: req.config,
+      mode: 'resume',
+      sessionId: handle.nativeSessionId,
+      knownTranscript: handle.transcript?.path ?? null,
+      ...(req.sessionDir ? { sessionDir: req.sessionDir } : {}),
+    });
+  } catch {
+    return null;
+  }
 }
 
 /** How often a structured turn that another cal launched is looked at while its CLI works. */

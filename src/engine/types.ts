@@ -1,4 +1,4 @@
-import type { CliAdapter, SessionConfig, TurnProgress } from '../adapters/types.js';
+import type { CliAdapter, SessionConfig, StartedStructuredTurn, TurnProgress } from '../adapters/types.js';
 import type { PaneRecord, ProviderHandle, StabilityFingerprint } from '../handles/schema.js';
 import type { ToolActivity } from '../handles/tool-activity.js';
 import type { RequestedConfig } from './stability.js';
@@ -72,6 +72,8 @@ export interface TurnRequest {
   signal?: AbortSignal;
   /** The stability check of design §4 row 2: the fingerprint recorded at start, and the request. */
   stability?: { recorded: StabilityFingerprint; requested: RequestedConfig };
+  /** A structured turn's CLI started before the turn's bookkeeping (startStructuredTurn), if any. */
+  started?: StartedStructuredTurn | null;
 }
 
 export interface EngineResult {

@@ -1,12 +1,13 @@
 import { randomUUID } from '../util/random.js';
 import path from 'node:path';
 import { loadApiAdapter, loadCliAdapter } from '../adapters/registry.js';
-import type { CliAdapter } from '../adapters/types.js';
+import type { CliAdapter, StartedStructuredTurn } from '../adapters/types.js';
 import { preflight } from '../engine/decision.js';
 import { checkMcpConfig } from '../engine/mcp-config.js';
 import { prepareMessage } from '../engine/message.js';
 import { dirIdentity, hashFile, sha256 } from '../engine/stability.js';
 import { checkStability } from '../engine/stability.js';
+import { startStructuredTurn } from '../engine/structured-continuation.js';
 import type { TmuxFactory } from '../engine/tmux-control.js';
 import { attachArgv, killPaneNamed, killTransport, pressKeys, realTmux, shutdownTransports, transportAlive, transportScreen } from '../engine/transport.js';
 import { CalError, toCalError } from '../errors.js';
@@ -15,7 +16,7 @@ import type { HeldLock } from '../state/lock.js';
 import { newId, type StateStore } from '../state/store.js';
 import type { TurnRecord } from '../state/turns.js';
 import { historyFile } from './api-history.js';
-import { handleLockName, sessionContext, type SessionContext } from './context.js';
+import { handleLockName, sessionConfig, sessionContext, type SessionContext } from './context.js';
 import { executeTurn, nextPaneName } from './execute-turn.js';
 import { recover, settleEarlierTurns } from './recovery.js';
 import { removeHandle, type RemoveResult } from './remove-handle.js';
@@ -135,7 +136,24 @@ export class AgentSessions {
       }
       throw new CalError(e.kind, e.message, { ...e.details, handle: handle.id });
     }
-    return this.runTurn(handle, req.message, req, req.correlationId ?? null);
+    const started = await this.startEarly(handle, req.env);
+    try {
+      return await this.runTurn(handle, req.message, req, req.correlationId ?? null, started);
+    } finally {
+      started?.discard();
+    }
+  }
+
+  /** A resumed structured turn's CLI, started while the turn's bookkeeping runs (startStructuredTurn). */
+  private async startEarly(handle: AgentSessionHandle, env: Record<string, string>): Promise<StartedStructuredTurn | null> {
+    if (handle.provider.transport !== 'structured') return null;
+    return startStructuredTurn({
+      adapter: await this.ctx.adapter(handle.provider.provider),
+      handle: handle.provider,
+      config: sessionConfig(handle),
+      env,
+      sessionDir: path.join(this.store.layout.homes, handle.id),
+    });
   }
 
   /**
@@ -254,7 +272,7 @@ export class AgentSessions {
   }
 
   /** One turn under the handle's lock: earlier turns the CLI still has are settled first. */
-  private async runTurn(initial: AgentSessionHandle, message: string, req: ExecOptions, correlationId: string | null): Promise<TurnResult> {
+  private async runTurn(initial: AgentSessionHandle, message: string, req: ExecOptions, correlationId: string | null, started: StartedStructuredTurn | null = null): Promise<TurnResult> {
     const journal = await newTurn(this.store, initial.id, message, correlationId);
     let lock: HeldLock;
     try {
@@ -281,7 +299,7 @@ export class AgentSessions {
         await journal.set('failed', { error: { kind: e.kind, message: e.message } });
         throw new CalError(e.kind, e.message, { ...e.details, handle: initial.id, turn: journal.turn.id });
       }
-      return await executeTurn(this.ctx, initial.id, journal, req, { kind: 'deliver' });
+      return await executeTurn(this.ctx, initial.id, journal, req, { kind: 'deliver' }, started);
     } finally {
       await lock.release();
     }

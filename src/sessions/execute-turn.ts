@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { StartedStructuredTurn } from '../adapters/types.js';
 import { runProviderTurn } from '../engine/decision.js';
 import { tmuxSocketFor } from '../engine/tmux-socket.js';
 import type { EngineHooks, ProviderEvent, TurnIntent, TurnOutcome } from '../engine/types.js';
@@ -29,7 +30,14 @@ async function faultPoint(point: string, env: Record<string, string>): Promise<v
  * turn record moves through its statuses on the way. An API session is continued from cal's
  * own history instead.
  */
-export async function executeTurn(ctx: SessionContext, handleId: string, journal: TurnJournal, req: ExecOptions, intent: TurnIntent): Promise<TurnResult> {
+export async function executeTurn(
+  ctx: SessionContext,
+  handleId: string,
+  journal: TurnJournal,
+  req: ExecOptions,
+  intent: TurnIntent,
+  started: StartedStructuredTurn | null = null,
+): Promise<TurnResult> {
   // Reload under the lock: the previous holder may have changed panes or offsets.
   let handle = await ctx.store.loadHandle(handleId);
   const message = journal.turn.message;
@@ -71,6 +79,7 @@ export async function executeTurn(ctx: SessionContext, handleId: string, journal
         tmuxSocket: await tmuxSocketFor(ctx.store.layout.tmux),
         paneName: nextPaneName(handle),
         sessionDir: path.join(ctx.store.layout.homes, handle.id),
+        started,
         ...(req.signal ? { signal: req.signal } : {}),
       });
       outcome = run.outcome;

@@ -73,7 +73,8 @@ describe('Claude Code with --transport structured, end to end', () => {
     // … and the transcript is Claude's own, where inspect and the observers read it.
     expect(view.provider.transcript.path).toBe(path.join(suite.env.HOME!, '.claude', 'projects', work.replace(/[^A-Za-z0-9]/g, '-'), `${id}.jsonl`));
     const records = (await fs.readFile(view.provider.transcript.path, 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
-    expect(records.filter((r) => r.type === 'user').map((r) => r.message.content)).toEqual([m1]);
+    // The prompt went in as one stream-json user line: Claude stores it as that one text block.
+    expect(records.filter((r) => r.type === 'user').map((r) => r.message.content)).toEqual([[{ type: 'text', text: m1 }]]);
   });
 
   it('continue resumes the same session with only the new message and recalls', async () => {
@@ -218,7 +219,9 @@ describe('Claude Code with --transport structured, end to end', () => {
   /** The orphaned claude -p has finished the turn: its cost-state follows the message in the transcript. */
   async function transcriptEnded(file: string, message: string): Promise<boolean> {
     const records = (await fs.readFile(file, 'utf8').catch(() => '')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
-    const at = records.findIndex((r) => r.type === 'user' && r.message?.content === message);
+    // A prompt given as text is stored as a string, one given as a stream-json line as text blocks.
+    const textOf = (content: unknown) => (Array.isArray(content) ? content.map((b: { text?: string }) => b.text ?? '').join('') : content);
+    const at = records.findIndex((r) => r.type === 'user' && textOf(r.message?.content) === message);
     return at !== -1 && records.slice(at).some((r) => r.type === 'cost-state');
   }
 
@@ -263,6 +266,54 @@ describe('Claude Code with --transport structured, end to end', () => {
     expect(rec.json.turns).toEqual([expect.objectContaining({ action: 'settled_from_transcript', status: 'completed', answer: 'OK, I will remember the codeword FIRSTKILL.' })]);
     expect(server.turnRequests().filter((r) => r.lastUserMessage === message)).toHaveLength(1);
     expect((await inspect(name)).provider.nativeSessionId).toBe(pending);
+  });
+
+  /** The claude processes whose parent is `ppid` and whose argv resumes session `id` (from /proc). */
+  async function claudeChildren(ppid: number, id: string): Promise<number[]> {
+    const pids: number[] = [];
+    for (const entry of await fs.readdir('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      const stat = await fs.readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (parent !== ppid) continue;
+      const argv = (await fs.readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '')).split('\0');
+      if (argv.includes('-p') && argv[argv.indexOf('--resume') + 1] === id) pids.push(Number(entry));
+    }
+    return pids;
+  }
+
+  // A resumed turn's claude -p is started ahead of the turn's records, so that they cost no time;
+  // its message goes in only once they are on disk. A cal killed before that leaves it no input.
+  it('cal killed before the send: the claude -p it started ahead gets no message and ends; recover delivers the turn once', async () => {
+    const message = 'What was the codeword? (cal killed before the send)';
+    const id = (await inspect()).provider.nativeSessionId as string;
+    server.clearLog();
+    const child = spawn(process.execPath, [calBin, '--state-dir', suite.state, 'continue', handle, ...TIMEOUT, message], {
+      env: { ...suite.env, CAL_FAULT: 'before-send' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.on('data', (d) => (stderr += d));
+    await until(() => stderr.includes('paused at fault point before-send'), 'the fault point');
+    const early = await claudeChildren(child.pid as number, id);
+    expect(early, 'the claude -p started ahead of the send').toHaveLength(1);
+    const exited = new Promise((r) => child.on('exit', r));
+    child.kill('SIGKILL');
+    await exited;
+    const gone = () => {
+      try {
+        process.kill(early[0] as number, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    };
+    await until(gone, 'the claude -p started ahead to end on its empty stdin');
+    expect(server.turnRequests()).toEqual([]);
+    const rec = await cal(['recover', '--json']);
+    expect(rec.code, rec.stdout + rec.stderr).toBe(0);
+    expect(rec.json.turns).toEqual([expect.objectContaining({ handle, before: 'sending', action: 'delivered', status: 'completed', answer: 'The codeword was QUINCE.' })]);
+    expect(server.turnRequests().filter((r) => r.lastUserMessage === message)).toHaveLength(1);
   });
 
   it('when Claude no longer has the conversation, continue is resume_unavailable (9) with its own words', async () => {

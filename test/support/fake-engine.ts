@@ -1,7 +1,7 @@
 import { appendFileSync, chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { CliAdapter, LaunchRequest, SessionConfig, StallKeys, StructuredRunRequest, StructuredTurnResult } from '../../src/adapters/types.js';
+import type { CliAdapter, LaunchRequest, SessionConfig, StallKeys, StartedStructuredTurn, StructuredRunRequest, StructuredStartRequest, StructuredTurnResult } from '../../src/adapters/types.js';
 import { TranscriptTurnObserver } from '../../src/adapters/turn-observer.js';
 import type { TmuxControl, TmuxFactory } from '../../src/engine/tmux-control.js';
 import type { EngineHooks, PaneChange, ProviderEvent, TurnRequest } from '../../src/engine/types.js';
@@ -225,6 +225,8 @@ class FakeObserver extends TranscriptTurnObserver<FakeRecord & { t: string }> {
 
 export interface FakeAdapterOptions {
   structured?: (req: StructuredRunRequest) => Promise<StructuredTurnResult>;
+  /** The structured transport's early start (StructuredTransport.start), when the fake has one. */
+  structuredStart?: (req: StructuredStartRequest) => StartedStructuredTurn | null;
   refuse?: (text: string) => string | null;
   promptRecordedWithinMs?: number;
   stallKeys?: StallKeys;
@@ -270,7 +272,7 @@ export function fakeAdapter(cli: FakeCli, opts: FakeAdapterOptions = {}): CliAda
     refuseMessage(text: string) {
       return opts.refuse ? opts.refuse(text) : null;
     },
-    ...(opts.structured ? { structured: { run: opts.structured } } : {}),
+    ...(opts.structured ? { structured: { run: opts.structured, ...(opts.structuredStart ? { start: opts.structuredStart } : {}) } } : {}),
     ...(opts.promptRecordedWithinMs ? { promptRecordedWithinMs: opts.promptRecordedWithinMs } : {}),
     ...(opts.stallKeys ? { stallKeys: opts.stallKeys } : {}),
     async scriptedModelEnv() {

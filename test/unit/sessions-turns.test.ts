@@ -1,8 +1,9 @@
+import { readdirSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CalError } from '../../src/errors.js';
-import { AgentSessions } from '../../src/sessions/agent-sessions.js';
+import { AgentSessions, handleLockName } from '../../src/sessions/agent-sessions.js';
 import { processStartTime } from '../../src/state/lock.js';
 import type { StateStore } from '../../src/state/store.js';
 import type { StructuredRunRequest, StructuredTurnResult } from '../../src/adapters/types.js';
@@ -176,6 +177,75 @@ describe('agent sessions with a fake CLI', () => {
     const items = await sessions.recover({ env, timeoutSeconds: 5 });
     expect(items.map((i) => [i.action, i.status])).toEqual([['marked_lost', 'lost']]);
     expect(fake.runs()).toBe(2);
+  });
+
+  /**
+   * A structured fake with an early start: what the turn record of the continue said when the CLI
+   * was started and when it was sent its message, and whether the start was used or discarded.
+   */
+  function earlyStartSessions(): { log: string[] } {
+    const log: string[] = [];
+    let runs = 0;
+    const lastTurn = async (): Promise<string> => {
+      const handles = await store.listHandles();
+      const turns = (await Promise.all(handles.map((h) => turnsOf(h.id)))).flat().sort((a, b) => a.seq - b.seq);
+      const last = turns.at(-1);
+      return last ? `t${last.seq} ${last.status}` : 'none';
+    };
+    let firstId: string | null = null;
+    const answer = (req: StructuredRunRequest): StructuredTurnResult => {
+      const id = req.sessionId ?? 'structured-1';
+      firstId ??= id;
+      runs++;
+      cli.write(id, [{ t: 'user', text: req.message, key: `k${runs}` }, { t: 'answer', text: `answer ${runs}` }, { t: 'end' }]);
+      return { sessionId: id, status: 'completed', answer: `answer ${runs}`, error: null, tools: [], transcriptPath: cli.transcript(id) };
+    };
+    const adapter = fakeAdapter(cli, {
+      structured: async (req) => {
+        log.push(`launched with ${await lastTurn()}`);
+        return answer(req);
+      },
+      structuredStart: (req) => {
+        // Synchronous, as the real start is: how many turn records the handle has at this moment.
+        const handles = readdirSync(store.layout.handles).filter((f) => f.endsWith('.json'));
+        const records = handles.flatMap((f) => readdirSync(store.turnsDir(f.slice(0, -'.json'.length))));
+        log.push(`started to ${req.mode} ${req.sessionId === firstId ? 'the first turn\'s session' : req.sessionId} with ${records.length} turn record(s)`);
+        let used = false;
+        return {
+          run: async (run) => {
+            used = true;
+            log.push(`sent with ${await lastTurn()}`);
+            return answer(run);
+          },
+          discard: () => {
+            if (!used) log.push('discarded');
+          },
+        };
+      },
+    });
+    sessions = new AgentSessions(store, { tmux: () => tmux, adapter: () => adapter });
+    return { log };
+  }
+
+  it('a resumed structured turn: its CLI is started before the turn record, and sent the message once the turn is running on disk', async () => {
+    const fake = earlyStartSessions();
+    const first = await sessions.start({ provider: 'claude-code', transport: 'structured', message: 'one', cwd: root, env, timeoutSeconds: 5 });
+    const second = await cont(first.handle.id, 'two');
+    expect(second.turn).toMatchObject({ status: 'completed', answer: 'answer 2' });
+    // The first turn has no session to resume: launched as usual, after its running record.
+    expect(fake.log).toEqual(['launched with t1 running', "started to resume the first turn's session with 1 turn record(s)", 'sent with t2 running']);
+  });
+
+  it('a resumed structured turn on a busy handle: the CLI started ahead is discarded, nothing is sent', async () => {
+    const fake = earlyStartSessions();
+    const first = await sessions.start({ provider: 'claude-code', transport: 'structured', message: 'one', cwd: root, env, timeoutSeconds: 5 });
+    const held = await store.locks.acquire(handleLockName(first.handle.id));
+    try {
+      expect(await kindOf(cont(first.handle.id, 'two'))).toBe('busy');
+    } finally {
+      await held.release();
+    }
+    expect(fake.log).toEqual(['launched with t1 running', "started to resume the first turn's session with 1 turn record(s)", 'discarded']);
   });
 
   it('recover reports a turn record it cannot read instead of skipping it', async () => {

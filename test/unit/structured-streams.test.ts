@@ -51,7 +51,7 @@ describe('claude -p --output-format stream-json (2.1.328)', () => {
     const cli = { path: '/x/claude', realPath: '/x/claude.exe', version: '2.1.328' };
     const config = { cwd: '/w', model: 'opus', systemPrompt: 'be brief', mcpConfigPath: '/c/mcp.json', toolPolicy: 'default' };
     const req = { cli, env: {}, config, mode: 'fresh' as const, sessionId: 'id-1', message: 'secret text' };
-    expect(printArgv(req, 'fresh', 'id-1')).toEqual(['/x/claude.exe', '-p', '--input-format', 'text', '--output-format', 'stream-json', '--verbose', '--session-id', 'id-1', '--model', 'opus', '--append-system-prompt', 'be brief', '--mcp-config', '/c/mcp.json', '--strict-mcp-config']);
+    expect(printArgv(req, 'fresh', 'id-1')).toEqual(['/x/claude.exe', '-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose', '--session-id', 'id-1', '--model', 'opus', '--append-system-prompt', 'be brief', '--mcp-config', '/c/mcp.json', '--strict-mcp-config']);
     expect(printArgv({ ...req, config: { ...config, mcpConfigPath: null } }, 'resume', 'id-1')).not.toContain('--strict-mcp-config');
     expect(printArgv(req, 'resume', 'id-1')).toContain('--resume');
   });

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { CalError } from '../../errors.js';
@@ -42,7 +42,7 @@ export async function preAnswerDialogs(env: Record<string, string>, cwd: string)
   // Every resumed turn comes here (a structured turn is a launch), and after the first one
   // nothing is left to answer: a read that finds every answer in place writes nothing, so it
   // needs neither the lock nor the write's modules (a CLI writing meanwhile only adds).
-  if (await alreadyAnswered(env, cwd, file)) return;
+  if (alreadyAnswered(env, cwd, file)) return;
   await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
   // A running Claude Code rewrites this file under proper-lockfile's lock `<file>.lock`, re-reading
   // and merging `projects` under it. A write outside that lock can be lost to the CLI's own write
@@ -74,10 +74,11 @@ export async function preAnswerDialogs(env: Record<string, string>, cwd: string)
   }
 }
 
-async function alreadyAnswered(env: Record<string, string>, cwd: string, file: string): Promise<boolean> {
+/** Read synchronously: it runs before every resumed launch, and nothing else is waiting meanwhile. */
+function alreadyAnswered(env: Record<string, string>, cwd: string, file: string): boolean {
   let text: string;
   try {
-    text = await fs.readFile(file, 'utf8');
+    text = readFileSync(file, 'utf8');
   } catch {
     return false;
   }

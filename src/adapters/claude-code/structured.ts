@@ -1,10 +1,11 @@
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
+import path from 'node:path';
 import { randomUUID } from '../../util/random.js';
 import { z } from '../../util/zod.js';
 import { CalError } from '../../errors.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
-import { runJsonlProcess, lastStderrLine } from '../structured-process.js';
-import type { LaunchRequest, StructuredRunRequest, StructuredTransport, StructuredTurnResult, TurnProgress } from '../types.js';
+import { lastStderrLine, startJsonlProcess, type HeldJsonlProcess, type JsonlLaunch } from '../structured-process.js';
+import type { LaunchRequest, StartedStructuredTurn, StructuredRunRequest, StructuredStartRequest, StructuredTransport, StructuredTurnResult, TurnProgress } from '../types.js';
 import { launchEnv, sessionFlags, transcriptCandidates } from './launch.js';
 import { classifyRecord, TextBlock, toolFromUse, ToolResultBlock, ToolUseBlock, resultText } from './records.js';
 
@@ -12,7 +13,12 @@ import { classifyRecord, TextBlock, toolFromUse, ToolResultBlock, ToolUseBlock, 
  * Structured transport (research: adapters-gemini-cursor-agy-claude-structured.md §F, measured on
  * 2.1.328): one `claude -p --output-format stream-json --verbose` process per turn, with
  * `--session-id <id>` (the id the handle chose up front) for the first turn and `--resume <id>`
- * after. The message goes on stdin (`--input-format text`, kept byte for byte), never in argv.
+ * after. The message goes on stdin as one stream-json user line (`--input-format stream-json`,
+ * its text kept byte for byte), never in argv: no size limit, and an input that is empty or cut
+ * short (a cal that died before or while writing it) is no message at all, where `--input-format
+ * text` would send what it got, or take an empty stdin as "resume the deferred tool" (2.1.328).
+ * Measured on 2.0.12, 2.1.29, 2.1.328 and 2.1.332: the same events and answer as text input; an
+ * empty stdin ends the process with status 0 and no turn.
  *
  * The turn ends only with the `result` event. Success is `is_error: false` with
  * `terminal_reason` `completed` (or none, as for a local command); `subtype` is never read: an
@@ -94,8 +100,13 @@ export function structuredText(message: string): string {
   return message.startsWith('/') ? ` ${message}` : message;
 }
 
-export function printArgv(req: LaunchRequest, mode: 'fresh' | 'resume', sessionId: string): string[] {
-  const argv = [req.cli.realPath, '-p', '--input-format', 'text', '--output-format', 'stream-json', '--verbose'];
+/** The message as the one user line of a stream-json stdin (research §F, "Long-lived process"). */
+export function userLine(message: string): string {
+  return `${JSON.stringify({ type: 'user', message: { role: 'user', content: [{ type: 'text', text: structuredText(message) }] } })}\n`;
+}
+
+export function printArgv(req: Omit<LaunchRequest, 'message'>, mode: 'fresh' | 'resume', sessionId: string): string[] {
+  const argv = [req.cli.realPath, '-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose'];
   argv.push(mode === 'fresh' ? '--session-id' : '--resume', sessionId);
   argv.push(...sessionFlags(req.config));
   // Only the handle's MCP servers, as the session was configured (this also ends --mcp-config).
@@ -103,12 +114,60 @@ export function printArgv(req: LaunchRequest, mode: 'fresh' | 'resume', sessionI
   return argv;
 }
 
-async function transcriptOf(req: LaunchRequest, id: string): Promise<string | null> {
+async function transcriptOf(req: Omit<StructuredRunRequest, 'timeoutMs'>, id: string): Promise<string | null> {
+  // The file an earlier turn found is still this session's while it is there under the id's name.
+  if (req.knownTranscript && path.basename(req.knownTranscript) === `${id}.jsonl` && existsSync(req.knownTranscript)) return req.knownTranscript;
   for (const file of await transcriptCandidates(req.env, req.config.cwd, id)) if (existsSync(file)) return file;
   return null;
 }
 
-async function runPrintTurn(req: StructuredRunRequest): Promise<StructuredTurnResult> {
+function printLaunch(req: Omit<LaunchRequest, 'message'>, mode: 'fresh' | 'resume', sessionId: string): JsonlLaunch {
+  return { argv: printArgv(req, mode, sessionId), env: launchEnv(req.env, req.config), cwd: req.config.cwd };
+}
+
+function sameLaunch(a: JsonlLaunch, b: JsonlLaunch): boolean {
+  return a.cwd === b.cwd && JSON.stringify(a.argv) === JSON.stringify(b.argv) && JSON.stringify(a.env) === JSON.stringify(b.env);
+}
+
+/** A file's size and modification time, or null when it is not there. */
+function stamp(file: string | null | undefined): string | null {
+  if (!file) return null;
+  try {
+    const st = statSync(file);
+    return `${st.size}:${st.mtimeMs}`;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A resumed turn's `claude -p`, started before cal's bookkeeping (StructuredTransport.start).
+ * It is used only for the same launch and an unchanged transcript; anything else (another turn
+ * ran meanwhile, the handle changed) discards it and launches afresh.
+ */
+function startPrintTurn(req: StructuredStartRequest): StartedStructuredTurn | null {
+  if (req.mode !== 'resume' || !req.sessionId) return null;
+  const launch = printLaunch(req, 'resume', req.sessionId);
+  const before = stamp(req.knownTranscript);
+  const held = startJsonlProcess(launch);
+  return {
+    discard: () => held.discard(),
+    run(run) {
+      const same =
+        held.waiting &&
+        run.mode === 'resume' &&
+        run.sessionId === req.sessionId &&
+        run.knownTranscript === req.knownTranscript &&
+        sameLaunch(launch, printLaunch(run, 'resume', req.sessionId as string)) &&
+        stamp(run.knownTranscript) === before;
+      if (same) return runPrintTurn(run, held);
+      held.discard();
+      return runPrintTurn(run);
+    },
+  };
+}
+
+async function runPrintTurn(req: StructuredRunRequest, started?: HeldJsonlProcess): Promise<StructuredTurnResult> {
   let mode = req.mode;
   let id = req.sessionId;
   if (mode === 'resume' && !id) throw new CalError('internal', 'claude --resume without a session id');
@@ -121,13 +180,10 @@ async function runPrintTurn(req: StructuredRunRequest): Promise<StructuredTurnRe
   const sessionId = id as string;
   const stream = new ClaudeStream();
   const report = req.onProgress;
-  const run = await runJsonlProcess({
-    argv: printArgv(req, mode, sessionId),
-    env: launchEnv(req.env, req.config),
-    cwd: req.config.cwd,
-    stdin: structuredText(req.message),
+  const held = started ?? startJsonlProcess(printLaunch(req, mode, sessionId));
+  if (held.pid !== undefined) req.onSpawned?.(held.pid);
+  const run = await held.send(userLine(req.message), {
     timeoutMs: req.timeoutMs,
-    ...(req.onSpawned ? { onSpawned: req.onSpawned } : {}),
     onEvent(value) {
       stream.feed(value);
       report?.(stream);
@@ -162,4 +218,4 @@ async function runPrintTurn(req: StructuredRunRequest): Promise<StructuredTurnRe
   return { ...base, status: 'failed', answer: null, error };
 }
 
-export const claudeStructured: StructuredTransport = { run: runPrintTurn };
+export const claudeStructured: StructuredTransport = { run: (req) => runPrintTurn(req), start: startPrintTurn };

@@ -1,0 +1,161 @@
+import { appendFileSync, chmodSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { claudeStructured } from '../../src/adapters/claude-code/structured.js';
+import { startJsonlProcess } from '../../src/adapters/structured-process.js';
+import type { StructuredRunRequest } from '../../src/adapters/types.js';
+
+/**
+ * A CLI started before its message (StructuredTransport.start, structured-process's held
+ * process), with a stand-in that only does what the test needs of `claude -p --input-format
+ * stream-json`: it marks its start, reads stdin to its end, answers each whole user line with its
+ * own pid, and with no line at all ends with status 0 and no result (as 2.1.328 does, measured).
+ * The real binary's behaviour is proven by the end-to-end suite (test/e2e/structured-claude.test.ts).
+ */
+const FAKE = `#!/usr/bin/env node
+const fs = require('node:fs');
+const path = require('node:path');
+const dir = process.env.FAKE_DIR;
+fs.writeFileSync(path.join(dir, 'started-' + process.pid), process.argv.slice(2).join(' '));
+let input = '';
+process.stdin.on('data', (d) => (input += d));
+process.stdin.on('end', () => {
+  fs.writeFileSync(path.join(dir, 'input-' + process.pid), input);
+  const id = process.argv[process.argv.indexOf('--resume') + 1] || 'fresh';
+  for (const line of input.split('\\n').filter(Boolean)) {
+    let text;
+    try {
+      text = JSON.parse(line).message.content[0].text;
+    } catch {
+      process.stderr.write('not a stream-json line\\n');
+      process.exit(1);
+    }
+    console.log(JSON.stringify({ type: 'system', subtype: 'init', session_id: id }));
+    console.log(JSON.stringify({ type: 'result', is_error: false, session_id: id, result: 'pid ' + process.pid + ': ' + text, terminal_reason: 'completed' }));
+  }
+});
+`;
+
+/** Whether a process of this pid exists (the test's own children: reaped by Node once they end). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function until(check: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('a structured CLI started before its message', () => {
+  let dir: string;
+  let exe: string;
+  let transcript: string;
+  const started = () => readdirSync(dir).filter((f) => f.startsWith('started-')).map((f) => Number(f.slice('started-'.length)));
+  const gotInput = (pid: number) => existsSync(path.join(dir, `input-${pid}`));
+
+  beforeEach(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'cal-started-'));
+    exe = path.join(dir, 'claude');
+    writeFileSync(exe, FAKE);
+    chmodSync(exe, 0o755);
+    transcript = path.join(dir, 'session-1.jsonl');
+    writeFileSync(transcript, '{"type":"user"}\n');
+  });
+  afterEach(async () => fs.rm(dir, { recursive: true, force: true }));
+
+  const env = () => ({ PATH: process.env.PATH ?? '', FAKE_DIR: dir });
+  const request = (message: string, over: Partial<StructuredRunRequest> = {}): StructuredRunRequest => ({
+    cli: { path: exe, realPath: exe, version: '2.1.328' },
+    env: env(),
+    config: { cwd: dir, model: null, systemPrompt: null, mcpConfigPath: null, toolPolicy: 'default' },
+    mode: 'resume',
+    sessionId: 'session-1',
+    message,
+    timeoutMs: 10_000,
+    knownTranscript: transcript,
+    ...over,
+  });
+
+  it('the held process runs before anything is written to it; send hands it the input and follows it to its end', async () => {
+    const held = startJsonlProcess({ argv: [exe, '--resume', 's'], env: env(), cwd: dir });
+    await until(() => started().length === 1, 'the process to start');
+    const pid = started()[0] as number;
+    expect(held.pid).toBe(pid);
+    expect(held.waiting).toBe(true);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(gotInput(pid)).toBe(false);
+    const events: unknown[] = [];
+    const res = await held.send(`${JSON.stringify({ type: 'user', message: { content: [{ type: 'text', text: 'hello' }] } })}\n`, { timeoutMs: 10_000, onEvent: (e) => events.push(e) });
+    expect(res).toMatchObject({ exitCode: 0, timedOut: false, otherLines: 0 });
+    expect(events.at(-1)).toMatchObject({ type: 'result', result: `pid ${pid}: hello` });
+    expect(held.waiting).toBe(false);
+  });
+
+  it('discard kills a held process that was never sent anything', async () => {
+    const held = startJsonlProcess({ argv: [exe], env: env(), cwd: dir });
+    await until(() => started().length === 1, 'the process to start');
+    const pid = started()[0] as number;
+    expect(alive(pid)).toBe(true);
+    held.discard();
+    await until(() => !alive(pid), 'the discarded process to end');
+    expect(gotInput(pid)).toBe(false);
+    expect(() => held.send('x', { timeoutMs: 1000, onEvent: () => undefined })).toThrow(/discarded/);
+  });
+
+  it('a held process that ends before its input (EPIPE) is reported by its exit, not a crash', async () => {
+    const held = startJsonlProcess({ argv: ['/bin/sh', '-c', 'echo gone >&2; exit 3'], env: env(), cwd: dir });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(held.waiting).toBe(false);
+    const res = await held.send('x'.repeat(1 << 20), { timeoutMs: 10_000, onEvent: () => undefined });
+    expect(res).toMatchObject({ exitCode: 3, stderr: 'gone\n' });
+  });
+
+  it('claude-code: a started turn sent the same launch is that very process; the message goes as one stream-json line', async () => {
+    const early = claudeStructured.start?.(request(''));
+    expect(early).toBeTruthy();
+    await until(() => started().length === 1, 'the early claude to start');
+    const pid = started()[0] as number;
+    let spawned: number | undefined;
+    const res = await early!.run({ ...request('/compact now'), onSpawned: (p) => (spawned = p) });
+    expect(spawned).toBe(pid);
+    // A leading "/" keeps its space, as with text input: text, never a slash command.
+    expect(res).toMatchObject({ status: 'completed', answer: `pid ${pid}:  /compact now`, sessionId: 'session-1', transcriptPath: transcript });
+    expect(started()).toEqual([pid]);
+    early!.discard();
+  });
+
+  it('claude-code: a transcript that changed since the start (another turn ran), or another launch, discards the early process and launches afresh', async () => {
+    const early = claudeStructured.start?.(request(''));
+    await until(() => started().length === 1, 'the early claude to start');
+    const first = started()[0] as number;
+    expect(alive(first)).toBe(true);
+    appendFileSync(transcript, '{"type":"assistant"}\n');
+    const res = await early!.run(request('after another turn'));
+    const second = started().find((p) => p !== first) as number;
+    expect(res.answer).toBe(`pid ${second}: after another turn`);
+    await until(() => !alive(first), 'the early process to be discarded');
+    expect(gotInput(first)).toBe(false);
+
+    const again = claudeStructured.start?.(request(''));
+    await until(() => started().length === 3, 'the third claude to start');
+    const third = started().find((p) => p !== first && p !== second) as number;
+    const other = await again!.run(request('with a model now', { config: { cwd: dir, model: 'opus', systemPrompt: null, mcpConfigPath: null, toolPolicy: 'default' } }));
+    expect(other.answer).not.toContain(`pid ${third}:`);
+    await until(() => !alive(third), 'the early process to be discarded');
+    expect(gotInput(third)).toBe(false);
+  });
+
+  it('claude-code: no early start for a first turn (no session to resume yet)', () => {
+    expect(claudeStructured.start?.(request('', { mode: 'fresh', sessionId: 'new-id' }))).toBeNull();
+  });
+});
