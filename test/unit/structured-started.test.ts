@@ -155,6 +155,19 @@ describe('a structured CLI started before its message', () => {
     expect(gotInput(third)).toBe(false);
   });
 
+  it('claude-code: a turn cancelled before the send sends nothing, early process or not', async () => {
+    const early = claudeStructured.start?.(request(''));
+    await until(() => started().length === 1, 'the early claude to start');
+    const pid = started()[0] as number;
+    const cancel = new AbortController();
+    cancel.abort();
+    await expect(early!.run({ ...request('never sent'), signal: cancel.signal })).rejects.toMatchObject({ kind: 'interrupted' });
+    await until(() => !alive(pid), 'the early process to be discarded');
+    expect(gotInput(pid)).toBe(false);
+    await expect(claudeStructured.run({ ...request('never sent either'), signal: cancel.signal })).rejects.toMatchObject({ kind: 'interrupted' });
+    expect(started()).toEqual([pid]);
+  });
+
   it('claude-code: no early start for a first turn (no session to resume yet)', () => {
     expect(claudeStructured.start?.(request('', { mode: 'fresh', sessionId: 'new-id' }))).toBeNull();
   });

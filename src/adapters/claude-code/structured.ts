@@ -180,6 +180,11 @@ async function runPrintTurn(req: StructuredRunRequest, started?: HeldJsonlProces
   const sessionId = id as string;
   const stream = new ClaudeStream();
   const report = req.onProgress;
+  // A cancel that came before the send sends nothing (a Ctrl-C may also have ended a started CLI).
+  if (req.signal?.aborted) {
+    started?.discard();
+    throw new CalError('interrupted', 'cancelled by the caller before the message was sent');
+  }
   const held = started ?? startJsonlProcess(printLaunch(req, mode, sessionId));
   if (held.pid !== undefined) req.onSpawned?.(held.pid);
   const run = await held.send(userLine(req.message), {
