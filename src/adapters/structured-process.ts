@@ -36,6 +36,8 @@ export interface JsonlFollow {
   timeoutMs: number;
   /** Every stdout line that parses as JSON, in order (other lines are counted). */
   onEvent(value: unknown): void;
+  /** When aborted, the CLI gets SIGINT (as Ctrl-C in its terminal would send). */
+  signal?: AbortSignal;
 }
 
 export interface JsonlProcessResult {
@@ -149,6 +151,8 @@ async function follow(proc: Spawned, req: JsonlFollow): Promise<JsonlProcessResu
     }
   };
   const timer = setInterval(drain, READ_EVERY_MS);
+  const interrupt = () => proc.child.kill('SIGINT');
+  req.signal?.addEventListener('abort', interrupt, { once: true });
   try {
     const res = await ended(proc, req.timeoutMs);
     timingMark('structured-exited');
@@ -161,6 +165,7 @@ async function follow(proc: Spawned, req: JsonlFollow): Promise<JsonlProcessResu
     return { ...res, stderr: tail(proc.errRead)(), otherLines };
   } finally {
     clearInterval(timer);
+    req.signal?.removeEventListener('abort', interrupt);
     for (const fd of [proc.outRead, proc.errRead]) closeSync(fd);
   }
 }

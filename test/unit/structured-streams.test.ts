@@ -47,6 +47,16 @@ describe('claude -p --output-format stream-json (2.1.328)', () => {
     expect(s.observation).toEqual({ phase: 'running', turnKey: null });
   });
 
+  it('a SIGINT mid-turn: Claude records "[Request interrupted by user]", with a result (aborted_streaming) or none before it exits', () => {
+    const bare = claude('interrupted');
+    expect(bare.interrupted).toBe(true);
+    expect(bare.result).toBeNull();
+    const withResult = claude('interrupted-result');
+    expect(withResult.interrupted).toBe(true);
+    expect(withResult.result).toMatchObject({ is_error: true, terminal_reason: 'aborted_streaming' });
+    expect(claude('tool').interrupted).toBe(false);
+  });
+
   it('argv: print mode, stream-json, the id, the session flags; --strict-mcp-config only with an MCP config; never the message', () => {
     const cli = { path: '/x/claude', realPath: '/x/claude.exe', version: '2.1.328' };
     const config = { cwd: '/w', model: 'opus', systemPrompt: 'be brief', mcpConfigPath: '/c/mcp.json', toolPolicy: 'default' };

@@ -7,7 +7,7 @@ import type { ToolActivity } from '../../handles/tool-activity.js';
 import { lastStderrLine, startJsonlProcess, type HeldJsonlProcess, type JsonlLaunch } from '../structured-process.js';
 import type { LaunchRequest, StartedStructuredTurn, StructuredRunRequest, StructuredStartRequest, StructuredTransport, StructuredTurnResult, TurnProgress } from '../types.js';
 import { launchEnv, sessionFlags, transcriptCandidates } from './launch.js';
-import { classifyRecord, TextBlock, toolFromUse, ToolResultBlock, ToolUseBlock, resultText } from './records.js';
+import { classifyRecord, INTERRUPT_PREFIX, TextBlock, toolFromUse, ToolResultBlock, ToolUseBlock, resultText, userText } from './records.js';
 
 /**
  * Structured transport (research: adapters-gemini-cursor-agy-claude-structured.md §F, measured on
@@ -47,6 +47,8 @@ export class ClaudeStream implements TurnProgress {
   tools: ToolActivity[] = [];
   partialAnswer = '';
   unknownEvents = 0;
+  /** Claude's own "[Request interrupted by user]" record: a SIGINT ended the turn (no result follows). */
+  interrupted = false;
   private readonly toolIndex = new Map<string, ToolActivity>();
 
   get observation(): TurnProgress['observation'] {
@@ -80,7 +82,10 @@ export class ClaudeStream implements TurnProgress {
         this.tools.push(tool);
         this.toolIndex.set(use.data.id, tool);
       }
-    } else if (rec.kind === 'user' && Array.isArray(rec.record.message.content)) {
+    } else if (rec.kind === 'user') {
+      // No --replay-user-messages: a user record on stdout is Claude's, never the message sent.
+      if (userText(rec.record)?.startsWith(INTERRUPT_PREFIX)) this.interrupted = true;
+      if (!Array.isArray(rec.record.message.content)) return;
       for (const block of rec.record.message.content) {
         const done = ToolResultBlock.safeParse(block);
         const tool = done.success ? this.toolIndex.get(done.data.tool_use_id) : undefined;
@@ -189,6 +194,7 @@ async function runPrintTurn(req: StructuredRunRequest, started?: HeldJsonlProces
   if (held.pid !== undefined) req.onSpawned?.(held.pid);
   const run = await held.send(userLine(req.message), {
     timeoutMs: req.timeoutMs,
+    ...(req.signal ? { signal: req.signal } : {}),
     onEvent(value) {
       stream.feed(value);
       report?.(stream);
@@ -196,6 +202,12 @@ async function runPrintTurn(req: StructuredRunRequest, started?: HeldJsonlProces
   });
   if (run.timedOut) throw new CalError('timeout', `claude -p gave no result within ${Math.round(req.timeoutMs / 1000)}s`);
   const result = stream.result;
+  if (!result && stream.interrupted) {
+    // A SIGINT (Ctrl-C, or cal's cancel) mid-turn: claude -p records the interruption and ends
+    // with status 0 and no result event (measured on 2.1.328).
+    const id = stream.sessionId ?? sessionId;
+    return { sessionId: id, tools: stream.tools, transcriptPath: await transcriptOf(req, id), status: 'interrupted', answer: null, error: 'claude -p was interrupted before its result' };
+  }
   if (!result) {
     const why = lastStderrLine(run.stderr) || `exit status ${run.exitCode}`;
     if (run.signal) throw new CalError('lost', `claude -p was ended by ${run.signal} before its result: ${why}`);
