@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claudeStructured } from '../../src/adapters/claude-code/structured.js';
 import { startJsonlProcess } from '../../src/adapters/structured-process.js';
+import { until } from '../support/structured-fakes.js';
 import type { StructuredRunRequest } from '../../src/adapters/types.js';
 
 /**
@@ -45,14 +46,6 @@ function alive(pid: number): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-async function until(check: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
   }
 }
 
