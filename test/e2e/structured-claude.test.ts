@@ -11,6 +11,7 @@ import type { ModelServer } from '../../src/model/server.js';
 import { handleFromStderr, runCal, type CalRun } from '../support/cal.js';
 import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 import { calBin, pinnedCli } from '../support/clis.js';
+import { processExists } from '../support/structured-fakes.js';
 
 /**
  * Issue 15 acceptance for Claude Code: `--transport structured` drives the real pinned `claude`
@@ -300,15 +301,7 @@ describe('Claude Code with --transport structured, end to end', () => {
     const exited = new Promise((r) => child.on('exit', r));
     child.kill('SIGKILL');
     await exited;
-    const gone = () => {
-      try {
-        process.kill(early[0] as number, 0);
-        return false;
-      } catch {
-        return true;
-      }
-    };
-    await until(gone, 'the claude -p started ahead to end on its empty stdin');
+    await until(() => !processExists(early[0] as number), 'the claude -p started ahead to end on its empty stdin');
     expect(server.turnRequests()).toEqual([]);
     const rec = await cal(['recover', '--json']);
     expect(rec.code, rec.stdout + rec.stderr).toBe(0);

@@ -7,6 +7,7 @@ import { tmuxSocketFor } from '../../src/engine/tmux-socket.js';
 import { TmuxServer } from '../../src/tmux/tmux.js';
 import { scratchDir } from '../support/cal.js';
 import { removeScratch } from '../support/scratch.js';
+import { processExists } from '../support/structured-fakes.js';
 
 /**
  * TmuxServer.pasteIfOwn, on a real tmux: the check that the pane is still the handle's own and
@@ -21,15 +22,6 @@ async function lines(file: string, want: number): Promise<string[]> {
     await new Promise((r) => setTimeout(r, 50));
   }
   return existsSync(file) ? (await fs.readFile(file, 'utf8')).split('\n').filter(Boolean) : [];
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 describe('pasteIfOwn pastes only into the pane the handle records, alive', () => {
@@ -107,7 +99,7 @@ describe('pasteIfOwn pastes only into the pane the handle records, alive', () =>
     const [serverPid, panePid] = execFileSync('tmux', ['-S', socket, 'display-message', '-p', '-t', 'cal-died-1', '#{pid} #{pane_pid}'], { env, encoding: 'utf8' }).trim().split(' ').map(Number);
     process.kill(serverPid!, 'SIGKILL');
     process.kill(panePid!, 'SIGKILL');
-    for (let i = 0; i < 50 && isAlive(serverPid!); i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 50 && processExists(serverPid!); i++) await new Promise((r) => setTimeout(r, 20));
     expect(existsSync(socket)).toBe(true);
     // With the pane's process on record (gone with the server: no tmux client is started) and without.
     expect(await new TmuxServer(socket).pasteIfOwn({ paneId: '%0', session: 'cal-died-1', pid: panePid }, 'to a dead server')).toBe(false);

@@ -41,6 +41,16 @@ export async function kill9(child: ChildProcess): Promise<void> {
   if (child.exitCode === null && child.signalCode === null) await new Promise((r) => child.on('exit', r));
 }
 
+/** Whether a process of this pid exists (a test's own children are reaped by Node once they end). */
+export function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export async function until(check: () => Promise<boolean> | boolean, what: string): Promise<void> {
   for (let i = 0; i < 300; i++) {
     if (await check()) return;

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claudeStructured } from '../../src/adapters/claude-code/structured.js';
 import { startJsonlProcess } from '../../src/adapters/structured-process.js';
-import { until } from '../support/structured-fakes.js';
+import { processExists, until } from '../support/structured-fakes.js';
 import type { StructuredRunRequest } from '../../src/adapters/types.js';
 
 /**
@@ -38,16 +38,6 @@ process.stdin.on('end', () => {
   }
 });
 `;
-
-/** Whether a process of this pid exists (the test's own children: reaped by Node once they end). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('a structured CLI started before its message', () => {
   let dir: string;
@@ -98,9 +88,9 @@ describe('a structured CLI started before its message', () => {
     const held = startJsonlProcess({ argv: [exe], env: env(), cwd: dir });
     await until(() => started().length === 1, 'the process to start');
     const pid = started()[0] as number;
-    expect(alive(pid)).toBe(true);
+    expect(processExists(pid)).toBe(true);
     held.discard();
-    await until(() => !alive(pid), 'the discarded process to end');
+    await until(() => !processExists(pid), 'the discarded process to end');
     expect(gotInput(pid)).toBe(false);
     expect(() => held.send('x', { timeoutMs: 1000, onEvent: () => undefined })).toThrow(/discarded/);
   });
@@ -131,12 +121,12 @@ describe('a structured CLI started before its message', () => {
     const early = claudeStructured.start?.(request(''));
     await until(() => started().length === 1, 'the early claude to start');
     const first = started()[0] as number;
-    expect(alive(first)).toBe(true);
+    expect(processExists(first)).toBe(true);
     appendFileSync(transcript, '{"type":"assistant"}\n');
     const res = await early!.run(request('after another turn'));
     const second = started().find((p) => p !== first) as number;
     expect(res.answer).toBe(`pid ${second}: after another turn`);
-    await until(() => !alive(first), 'the early process to be discarded');
+    await until(() => !processExists(first), 'the early process to be discarded');
     expect(gotInput(first)).toBe(false);
 
     const again = claudeStructured.start?.(request(''));
@@ -144,7 +134,7 @@ describe('a structured CLI started before its message', () => {
     const third = started().find((p) => p !== first && p !== second) as number;
     const other = await again!.run(request('with a model now', { config: { cwd: dir, model: 'opus', systemPrompt: null, mcpConfigPath: null, toolPolicy: 'default' } }));
     expect(other.answer).not.toContain(`pid ${third}:`);
-    await until(() => !alive(third), 'the early process to be discarded');
+    await until(() => !processExists(third), 'the early process to be discarded');
     expect(gotInput(third)).toBe(false);
   });
 
@@ -155,7 +145,7 @@ describe('a structured CLI started before its message', () => {
     const cancel = new AbortController();
     cancel.abort();
     await expect(early!.run({ ...request('never sent'), signal: cancel.signal })).rejects.toMatchObject({ kind: 'interrupted' });
-    await until(() => !alive(pid), 'the early process to be discarded');
+    await until(() => !processExists(pid), 'the early process to be discarded');
     expect(gotInput(pid)).toBe(false);
     await expect(claudeStructured.run({ ...request('never sent either'), signal: cancel.signal })).rejects.toMatchObject({ kind: 'interrupted' });
     expect(started()).toEqual([pid]);
