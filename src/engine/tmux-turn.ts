@@ -7,7 +7,6 @@ import { checkArgvSize, paneCommand } from './launch-script.js';
 import type { PreparedMessage } from './message.js';
 import { ownPane, PANE_TAG_ENV, samePane } from './tmux-control.js';
 import { feedSignals, feedTranscript } from './transcript-feed.js';
-import { processExited } from '../util/process-identity.js';
 import { timingMark } from '../util/timing.js';
 import type { EngineResult, TurnRequest } from './types.js';
 
@@ -18,12 +17,6 @@ import type { EngineResult, TurnRequest } from './types.js';
  */
 const POLL_MS = 250;
 const PANE_CHECK_MS = 500;
-/**
- * While the pane's process still runs, how often tmux itself is asked about the pane (for a pane
- * killed while its process lives on). Each ask is a tmux client: 16 cals waiting on their panes
- * made about 30 a second, each a fork of a 50 MB cal, on the cores the CLIs' turns need.
- */
-const TMUX_CHECK_MS = 5000;
 /** How long the CLI may take to record a pasted message before Enter is sent once more. */
 const RESUBMIT_AFTER_MS = 3000;
 /** After a cancel, how long the CLI has to record its own interrupt before cal settles the turn. */
@@ -126,7 +119,6 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
   let recorded = false;
   let resubmits = 0;
   let lastPaneCheck = paneCheckedAt;
-  let lastTmuxCheck = paneCheckedAt;
   let cancelledAt: number | null = null;
   let fedRecords = 0;
   // When the CLI last wrote a record (or cal last pressed the adapter's stall keys).
@@ -194,12 +186,8 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
     const now = Date.now();
     if (now - lastPaneCheck >= PANE_CHECK_MS) {
       lastPaneCheck = now;
-      // The pane's process first, from /proc: a pane dies with it (killed pane, killed server, or
-      // the CLI's exit), and tmux is asked at once then; while it runs, only every TMUX_CHECK_MS.
-      const paneProcessGone = location.panePid === undefined || processExited(location.panePid);
-      const state = paneProcessGone || now - lastTmuxCheck >= TMUX_CHECK_MS ? await tmux.paneState(location.paneId) : null;
-      if (state) lastTmuxCheck = now;
-      if (state && (!samePane(location, state) || state.dead)) {
+      const state = await tmux.paneState(location.paneId);
+      if (!samePane(location, state) || state.dead) {
         // One last read: the CLI may have written its end record while exiting.
         if (await readAll()) continue;
         const screen = samePane(location, state) ? lastWords(await tmux.capture(location.paneId)) : '';

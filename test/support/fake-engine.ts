@@ -48,12 +48,7 @@ export class FakeTmux implements TmuxControl {
   panes: FakePane[] = [];
   killedSessions: string[] = [];
   private nextPane = 0;
-  /** Above Linux's largest pid (2^22): no process has one, so a fake pane's process reads as gone and tmux is asked every check, as for a pane whose pid is unknown. */
-  private nextPid = 9_000_000;
-  /** When set, every new pane's process is this pid (a live one: the test's own process). */
-  panePid: number | undefined;
-  /** How many times the pane was asked about (each a tmux client with the real server). */
-  paneStateCalls = 0;
+  private nextPid = 1000;
 
   constructor(
     readonly socket: string,
@@ -63,7 +58,7 @@ export class FakeTmux implements TmuxControl {
   async newPane(spec: PaneSpec): Promise<PaneInfo> {
     const argv = launchedArgv(spec.argv);
     spec = { ...spec, argv };
-    const pane: FakePane = { id: `%${this.nextPane++}`, session: spec.session, pid: this.panePid ?? this.nextPid++, argv: spec.argv, dead: false, pasted: [], keys: [] };
+    const pane: FakePane = { id: `%${this.nextPane++}`, session: spec.session, pid: this.nextPid++, argv: spec.argv, dead: false, pasted: [], keys: [] };
     this.panes.push(pane);
     this.cli.attach(pane, spec.argv[2] as string);
     // argv: [exe, mode, sessionId, message?]: a launch that carries the message delivers it.
@@ -77,7 +72,6 @@ export class FakeTmux implements TmuxControl {
   }
 
   async paneState(paneId: string): Promise<PaneState> {
-    this.paneStateCalls++;
     const pane = this.find(paneId);
     if (!pane) return { exists: false, dead: true, deadStatus: null };
     return { exists: true, dead: pane.dead, deadStatus: pane.dead ? 1 : null, session: pane.session, pid: pane.pid };
