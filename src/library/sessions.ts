@@ -115,6 +115,7 @@ class CalSessions implements Sessions {
       systemPrompt: o.systemPrompt,
       mcpConfig: o.mcpConfig,
       toolPolicy: o.toolPolicy,
+      transport: o.transport,
       waitSeconds: waitSeconds(o.wait),
       timeoutSeconds: o.timeoutSeconds,
       env: this.env,

@@ -108,6 +108,8 @@ export interface ExpectedConfig {
 }
 
 export interface ContinueOptions extends TurnCallOptions, ExpectedConfig {
+  /** The transport the caller expects the handle to be on: another one is `non_applicable` (a handle keeps the transport it was started with). */
+  transport?: Transport;
   /** Another call is continuing this handle: false/absent fails with `busy` at once; true waits in line; a number waits that many seconds. */
   wait?: boolean | number;
 }
@@ -123,7 +125,7 @@ export interface AskOptions extends TurnCallOptions, ExpectedConfig {
   provider?: ProviderName;
   /** The whole conversation as the caller keeps it; the last message is the new user message. */
   messages: readonly ChatMessage[];
-  /** For a new session. */
+  /** For a new session its transport; with a handle, the one expected (another is `non_applicable`, as for continue). */
   transport?: Transport;
   name?: string;
   cliPath?: string;

@@ -11,7 +11,7 @@ import { startStructuredTurn } from '../engine/structured-continuation.js';
 import type { TmuxFactory } from '../engine/tmux-control.js';
 import { attachArgv, killPaneNamed, killTransport, pressKeys, realTmux, shutdownTransports, transportAlive, transportScreen } from '../engine/transport.js';
 import { CalError, toCalError } from '../errors.js';
-import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleName, ToolPolicy, toolPolicies, type ProviderHandle, type ProviderName } from '../handles/schema.js';
+import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleName, ToolPolicy, toolPolicies, Transport, type ProviderHandle, type ProviderName } from '../handles/schema.js';
 import type { HeldLock } from '../state/lock.js';
 import { newId, type StateStore } from '../state/store.js';
 import type { TurnRecord } from '../state/turns.js';
@@ -112,6 +112,7 @@ export class AgentSessions {
 
   async continue(req: ContinueRequest): Promise<TurnResult> {
     const handle = await this.store.loadHandle(req.ref);
+    refuseOtherTransport(handle, req.transport);
     try {
       if (handle.provider.transport === 'api') {
         await checkStability(handle.config, req, { workingDir: false });
@@ -304,6 +305,35 @@ export class AgentSessions {
       await lock.release();
     }
   }
+}
+
+/**
+ * A continue that expects another transport than the handle's is refused before anything is
+ * recorded or sent. Crossing over is not offered although a CLI's native session is the same
+ * underneath: a pane, while it is open, holds the conversation in memory, so a structured turn
+ * beside it would write turns the pane never sees, and its next paste would continue from the
+ * stale history (a fork that looks like a continuation); an API session is cal's own history,
+ * which no CLI has, and a CLI session has none of cal's.
+ */
+function refuseOtherTransport(handle: AgentSessionHandle, expected: string | undefined): void {
+  if (expected === undefined) return;
+  const requested = Transport.safeParse(expected);
+  if (!requested.success) throw new CalError('usage', `unknown transport ${JSON.stringify(expected)}; known: ${Transport.options.join(', ')}`);
+  const actual = handle.provider.transport;
+  if (requested.data === actual) return;
+  const why =
+    actual === 'api' || requested.data === 'api'
+      ? actual === 'api'
+        ? `an API session is continued from cal's own stored history, which ${handle.provider.provider} as a CLI does not have`
+        : `an API session would start from cal's own stored history, which this CLI session does not have`
+      : `a handle keeps the transport it was started with: while a pane is open it holds the conversation in memory, and a turn through the other transport beside it would fork the session (the native id is provider.nativeSessionId in cal inspect ${handle.id} --json, to move it by hand)`;
+  throw new CalError('non_applicable', `handle ${handle.id} runs on the ${actual} transport, not ${requested.data}: ${why}`, {
+    handle: handle.id,
+    field: 'transport',
+    // As for stale_handle: expected is what the handle holds, actual what the call asked for.
+    expected: actual,
+    actual: requested.data,
+  });
 }
 
 /** The session's tool policy, refused (usage) before anything is saved when its CLI has no equivalent. */

@@ -39,6 +39,8 @@ export interface ContinueRequest {
   mcpConfig?: string;
   /** Expected tool policy (stale_handle naming toolPolicy if it differs). */
   toolPolicy?: string;
+  /** Expected transport: a handle on another one is non_applicable (a handle keeps its transport). */
+  transport?: string;
   /** undefined: busy at once; a number of seconds (Infinity: forever) to wait in line. */
   waitSeconds?: number;
   timeoutSeconds?: number;

@@ -135,7 +135,13 @@ describe('the continuation contract', () => {
     const kill = await suite.cal(['kill-tmux', h, '--json'], apiEnv);
     expect(kill.code).toBe(8);
     expect(kill.json.error.kind).toBe('non_applicable');
-    const recall = await suite.cal(['continue', h, 'What was the codeword?'], apiEnv);
+    // A handle keeps its transport: another one asked for is refused before anything is sent, saying why.
+    const sent = server.turnRequests().length;
+    const crossed = await suite.cal(['continue', h, '--transport', 'structured', 'What was the codeword?'], apiEnv);
+    expect(crossed.code).toBe(8);
+    expect(crossed.stderr.trim().split('\n')).toEqual([`handle: ${h}`, expect.stringMatching(/^cal: non_applicable: handle \S+ runs on the api transport, not structured: an API session is continued from cal's own stored history/)]);
+    expect(server.turnRequests().length).toBe(sent);
+    const recall = await suite.cal(['continue', h, '--transport', 'api', 'What was the codeword?'], apiEnv);
     expect(recall.stdout.trim()).toBe('The codeword was LIMA.');
     const last = server.turnRequests().at(-1)!;
     expect(last.dialect).toBe('anthropic');

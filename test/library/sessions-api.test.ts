@@ -116,6 +116,10 @@ describe('openSessions on an API provider', () => {
     await expect(sessions.continue(handle, '   ')).rejects.toMatchObject({ kind: 'usage' });
     await expect(sessions.continue('../escape', 'hi')).rejects.toMatchObject({ kind: 'usage' });
     await expect(sessions.continue(handle, 'hi', { model: 'another-model' })).rejects.toMatchObject({ kind: 'stale_handle', field: 'model' });
+    const sent = server.turnRequests().length;
+    await expect(sessions.continue(handle, 'hi', { transport: 'tmux' })).rejects.toMatchObject({ kind: 'non_applicable', exitCode: 8, field: 'transport', expected: 'api', actual: 'tmux' });
+    await expect(sessions.ask({ handle, transport: 'structured', messages: [{ role: 'user', content: 'hello' }, { role: 'assistant', content: (await sessions.inspect(handle)).turns.at(-1)?.answer ?? '' }, { role: 'user', content: 'hi' }] })).rejects.toMatchObject({ kind: 'non_applicable', field: 'transport' });
+    expect(server.turnRequests().length).toBe(sent);
     await expect(sessions.continue(handle, 'hi', { signal: AbortSignal.abort() })).rejects.toMatchObject({ kind: 'interrupted' });
   });
 

@@ -50,6 +50,24 @@ describe('agent sessions with a fake CLI', () => {
 
   const turnsOf = async (id: string): Promise<TurnRecord[]> => store.listTurns(id);
 
+  it('a continue that expects another transport is non_applicable, naming why, before anything is recorded or pasted', async () => {
+    const first = await start('one');
+    const pasted = tmux.panes.map((p) => p.pasted.length);
+    const recorded = (await turnsOf(first.handle.id)).length;
+    for (const transport of ['structured', 'api']) {
+      const err = await cont(first.handle.id, 'two', { transport }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(CalError);
+      expect(err).toMatchObject({ kind: 'non_applicable', exitCode: 8, details: { handle: first.handle.id, field: 'transport', expected: 'tmux', actual: transport } });
+      expect((err as CalError).message).toContain(`runs on the tmux transport, not ${transport}`);
+    }
+    await expect(cont(first.handle.id, 'two', { transport: 'pigeon' })).rejects.toMatchObject({ kind: 'usage' });
+    expect(tmux.panes.map((p) => p.pasted.length)).toEqual(pasted);
+    expect(await turnsOf(first.handle.id)).toHaveLength(recorded);
+    // The transport it is on is what a script may pass every time.
+    const second = await cont(first.handle.id, 'two', { transport: 'tmux' });
+    expect(second.turn).toMatchObject({ status: 'completed', answer: 'echo: two' });
+  });
+
   it('start, paste, kill-tmux, native resume: the engine decides, the events say which', async () => {
     const first = await start('one');
     await cont(first.handle.id, 'two');
