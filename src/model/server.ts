@@ -346,12 +346,14 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<M
       }
     });
   });
-  // A vendor's API keeps an idle connection open far longer than Node's 5 s default. With that
-  // default, a CLI that pools its connections can send its next request on one the server is
-  // closing at that moment, and the request dies with ECONNRESET (the likely cause of one such
-  // failure among 16 concurrent Claude sessions on a loaded machine). close() still ends them all.
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
+  // An idle connection is never closed by the server: the client closes it, or close() ends it.
+  // With any idle timeout, a CLI that pools its connections can send its next request on one the
+  // server has closed (or is closing at that moment) and the request dies with ECONNRESET: seen
+  // with Node's 5 s default among 16 concurrent Claude sessions, and with 65 s for 2 of 16 live
+  // Claude 2.1.328 panes continued about 3 minutes after their last turn (the CLI runs with no
+  // retries against this server, so the turn failed). A person trying `cal demo` or
+  // `cal model serve` continues a session after any pause.
+  server.keepAliveTimeout = 0;
   server.on('clientError', (_err, socket) => {
     if (socket.writable && !socket.destroyed) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
     else socket.destroy();

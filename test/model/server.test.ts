@@ -1,5 +1,6 @@
 /** The server itself: routing, bad input, HTTP-level directives, timing, the request log, limits. */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -386,6 +387,25 @@ describe('binding and shutdown', () => {
     expect(isLoopbackHost('10.0.0.1')).toBe(false);
     expect(isLoopbackHost('::')).toBe(false);
   });
+
+  it('keeps an idle keep-alive connection open past Node\'s 5 s default, so a pooled client never sends on a socket it closed', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const hello = () =>
+      new Promise<boolean>((resolve, reject) => {
+        const req = http.get(`${server.url}/api/hello`, { agent }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(req.reusedSocket));
+        });
+        req.on('error', reject);
+      });
+    try {
+      expect(await hello()).toBe(false);
+      await new Promise((r) => setTimeout(r, 6000));
+      expect(await hello()).toBe(true);
+    } finally {
+      agent.destroy();
+    }
+  }, 15_000);
 
   it('close() ends in-flight delayed requests promptly', async () => {
     const s = await startModelServer();
