@@ -90,6 +90,17 @@ describe('Claude Code with --transport structured, end to end', () => {
     expect((await inspect()).panes).toEqual([]);
   });
 
+  it('continued with --transport tmux: non_applicable (8), saying why, and nothing reaches the model', async () => {
+    server.clearLog();
+    const turnsBefore = (await inspect()).turns.length;
+    const run = await cal(['continue', handle, '--transport', 'tmux', '--json', ...TIMEOUT, m2]);
+    expect(run.code).toBe(8);
+    expect(run.json.error).toMatchObject({ kind: 'non_applicable', field: 'transport', expected: 'structured', actual: 'tmux', handle });
+    expect(run.json.error.message).toMatch(/runs on the structured transport, not tmux: a handle keeps the transport it was started with/);
+    expect(server.turnRequests()).toHaveLength(0);
+    expect((await inspect()).turns).toHaveLength(turnsBefore);
+  });
+
   it('a 200 KB message goes on stdin and reaches the model whole, once', async () => {
     const big = `Big one [[cal:reply=BIG-OK]]\n${'0123456789abcdef'.repeat(12_800)}`;
     server.clearLog();
