@@ -157,7 +157,8 @@ async function bench(provider) {
       const c = must(await run([process.execPath, ...prof, cal, '--state-dir', state, 'continue', handle, message], { env: { ...env, CAL_TRACE_TIMING: trace }, cwd: calWork }), `cal continue ${i}`);
       if (c.out.trim() !== 'The codeword was BENCH.') throw new Error(`cal continue ${i} answered ${c.out.trim()}`);
       calMs.push(c.ms);
-      // cal's own share: from its spawn to the CLI's, and from the CLI's exit to its own.
+      // cal's own share: from its spawn to the CLI's, and from the CLI's end (its exit, or for
+      // Claude its result event) to its own exit.
       const marks = Object.fromEntries((await fs.readFile(trace, 'utf8').catch(() => '')).split('\n').filter(Boolean).map((l) => [l.split(' ')[2], Number(l.split(' ')[0])]));
       if (marks['structured-spawned'] && marks['structured-exited']) {
         beforeMs.push(marks['structured-spawned'] - started);
@@ -187,7 +188,7 @@ for (const provider of providers) {
   if (r.cliMs.length) {
     console.log(`    cal before the CLI's spawn  median ${median(r.beforeMs).toFixed(0)} ms`);
     console.log(`    the CLI under cal           median ${median(r.cliMs).toFixed(0)} ms`);
-    console.log(`    cal after the CLI's exit    median ${median(r.afterMs).toFixed(0)} ms`);
+    console.log(`    cal after the CLI's end     median ${median(r.afterMs).toFixed(0)} ms (its exit; Claude: its result)`);
   }
   console.log(`  ratio ${ratio.toFixed(2)}x  ${verdict} (target ≤ ${TARGET}x)`);
 }

@@ -38,6 +38,13 @@ export interface JsonlFollow {
   onEvent(value: unknown): void;
   /** When aborted, the CLI gets SIGINT (as Ctrl-C in its terminal would send). */
   signal?: AbortSignal;
+  /**
+   * Whether the events read so far hold the CLI's own end of the turn (asked after each
+   * `onEvent`). Once they do, the turn is over without waiting for the process to exit: a CLI
+   * may go on with bookkeeping of its own first (claude -p writes two more transcript records and
+   * exits 20-50 ms after its `result`, measured on 2.1.328), and then exits by itself.
+   */
+  isEnded?(): boolean;
 }
 
 export interface JsonlProcessResult {
@@ -47,6 +54,8 @@ export interface JsonlProcessResult {
   stderr: string;
   /** stdout lines that were not JSON. */
   otherLines: number;
+  /** The turn ended on its end event while the process still ran (exitCode and signal are unknown then). */
+  running: boolean;
 }
 
 /**
@@ -66,6 +75,8 @@ export interface HeldJsonlProcess {
 
 /** How often stdout is read while the CLI runs (--stream latency; the end is read at once). */
 const READ_EVERY_MS = 40;
+/** The same where the turn ends on an event (isEnded): how late the end is seen (one small read a time). */
+const END_READ_EVERY_MS = 10;
 
 /** A file nobody else can open: created 0600, unlinked once `open` has opened what it needs. */
 function anonymousFile<T>(content: string, open: (file: string) => T): T {
@@ -150,15 +161,23 @@ async function follow(proc: Spawned, req: JsonlFollow): Promise<JsonlProcessResu
       req.onEvent(value);
     }
   };
-  const timer = setInterval(drain, READ_EVERY_MS);
+  // With isEnded, every read of stdout also asks whether the turn is over; the exit still ends it
+  // (a CLI that ends without its end event, or is killed).
+  let endRead = () => undefined as void;
+  const endEvent = req.isEnded ? new Promise<void>((resolve) => (endRead = resolve)) : null;
+  const read = () => {
+    drain();
+    if (req.isEnded?.()) endRead();
+  };
+  const timer = setInterval(read, req.isEnded ? END_READ_EVERY_MS : READ_EVERY_MS);
   const interrupt = () => proc.child.kill('SIGINT');
   req.signal?.addEventListener('abort', interrupt, { once: true });
   try {
-    const res = await ended(proc, req.timeoutMs);
+    const res = await ended(proc, req.timeoutMs, endEvent);
     timingMark('structured-exited');
     clearInterval(timer);
     drain();
-    if (pending.trim()) {
+    if (pending.trim() && !res.running) {
       pending += '\n';
       drain();
     }
@@ -221,8 +240,11 @@ export function startJsonlProcess(launch: JsonlLaunch): HeldJsonlProcess {
   };
 }
 
-/** Waits for the CLI to end; past the timeout it gets SIGTERM, and SIGKILL 5 s later. */
-async function ended(proc: Spawned, timeoutMs: number): Promise<Pick<JsonlProcessResult, 'exitCode' | 'signal' | 'timedOut'>> {
+/**
+ * Waits for the CLI to end, or for its end event to be read (`endEvent`); past the timeout it
+ * gets SIGTERM, and SIGKILL 5 s later.
+ */
+async function ended(proc: Spawned, timeoutMs: number, endEvent: Promise<void> | null): Promise<Pick<JsonlProcessResult, 'exitCode' | 'signal' | 'timedOut' | 'running'>> {
   let timedOut = false;
   let kill: NodeJS.Timeout | undefined;
   const term = setTimeout(() => {
@@ -231,7 +253,10 @@ async function ended(proc: Spawned, timeoutMs: number): Promise<Pick<JsonlProces
     kill = setTimeout(() => proc.child.kill('SIGKILL'), 5000);
   }, timeoutMs);
   try {
-    return { ...(await proc.exit), timedOut };
+    const exit = proc.exit.then((e) => ({ ...e, running: false }));
+    const first = await (endEvent ? Promise.race([exit, endEvent.then(() => null)]) : exit);
+    if (first === null) return { exitCode: undefined, signal: undefined, timedOut: false, running: true };
+    return { ...first, timedOut };
   } finally {
     clearTimeout(term);
     clearTimeout(kill);

@@ -128,6 +128,11 @@ export interface StructuredTurnResult {
   error: string | null;
   tools: ToolActivity[];
   transcriptPath: string | null;
+  /**
+   * The turn ended on the CLI's own end event while its process still ran, finishing its own
+   * bookkeeping; it exits by itself. The next turn's message waits for that exit.
+   */
+  cliRunning?: boolean;
 }
 
 export interface StructuredRunRequest extends LaunchRequest {

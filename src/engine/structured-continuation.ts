@@ -1,7 +1,7 @@
 import { CalError } from '../errors.js';
 import type { PinnedCli, ProviderHandle } from '../handles/schema.js';
 import { checkPinned } from '../adapters/resolve.js';
-import { isProcessAlive, processStartTime } from '../util/process-identity.js';
+import { isProcessAlive, processExited, processStartTime } from '../util/process-identity.js';
 import { feedTranscript } from './transcript-feed.js';
 import type { StartedStructuredTurn } from '../adapters/types.js';
 import type { EngineResult, TurnRequest } from './types.js';
@@ -27,12 +27,17 @@ export async function runStructuredTurn(req: TurnRequest, text: string): Promise
     await hooks.emit('resuming', { nativeSessionId: handle.nativeSessionId });
   }
   await adapter.prepare(req.env, req.config);
+  // The previous turn's CLI may still be finishing after its end event: two processes never
+  // work on one session, so nothing is sent before it has exited.
+  if (handle.cliProcess) await finishedCli(handle.cliProcess);
   await hooks.onSending();
   await hooks.onRecorded(null);
   await hooks.emit('running', {});
   let recording: Promise<void> | null = null;
+  let spawned: { pid: number; startTime: string | null } | null = null;
   const onSpawned = (pid: number) => {
-    recording = hooks.onHandleChanged({ ...handle, cli, cliProcess: { pid, startTime: processStartTime(pid) } }, {});
+    spawned = { pid, startTime: processStartTime(pid) };
+    recording = hooks.onHandleChanged({ ...handle, cli, cliProcess: spawned }, {});
   };
   const started = mode === 'resume' ? req.started : null;
   let result;
@@ -68,11 +73,37 @@ export async function runStructuredTurn(req: TurnRequest, text: string): Promise
     nativeSessionId: result.sessionId,
     pendingSessionId: null,
     transcript: result.transcriptPath ? { path: result.transcriptPath, offset: handle.transcript?.offset ?? 0 } : handle.transcript,
-    cliProcess: null,
+    // A CLI still finishing after its end event stays on record until the next turn sees it gone.
+    cliProcess: result.cliRunning ? spawned : null,
     status: 'idle',
   };
   await hooks.onHandleChanged(handle, {});
   return { handle, outcome: { status: result.status, answer: result.answer, error: result.error, turnKey: null, tools: result.tools } };
+}
+
+/** How long a CLI that already ended its turn may take to exit before it is killed. */
+const FINISH_WAIT_MS = 10_000;
+const FINISH_POLL_MS = 5;
+
+/**
+ * Returns once a CLI process that ended its turn on its end event has exited (a zombie has); one
+ * still there after FINISH_WAIT_MS is SIGKILLed: it has given its answer and only holds the session.
+ */
+async function finishedCli(proc: { pid: number; startTime: string | null }): Promise<void> {
+  if (proc.pid === process.pid) return;
+  const running = () => isProcessAlive(proc.pid, proc.startTime) && !processExited(proc.pid);
+  const deadline = Date.now() + FINISH_WAIT_MS;
+  while (running()) {
+    if (Date.now() > deadline) {
+      try {
+        process.kill(proc.pid, 'SIGKILL');
+      } catch {
+        // gone meanwhile
+      }
+      return;
+    }
+    await new Promise((r) => setTimeout(r, FINISH_POLL_MS));
+  }
 }
 
 /**
@@ -86,7 +117,10 @@ export async function runStructuredTurn(req: TurnRequest, text: string): Promise
 export async function startStructuredTurn(req: Pick<TurnRequest, 'adapter' | 'handle' | 'config' | 'env' | 'sessionDir'>): Promise<StartedStructuredTurn | null> {
   const { adapter, handle } = req;
   const start = adapter.structured?.start;
-  if (!start || handle.transport !== 'structured' || !handle.nativeSessionId || !handle.cli || handle.cliProcess) return null;
+  // A CLI on record (the previous turn's, finishing; or one a killed cal left working) does not
+  // stop the start: nothing is sent before it is gone (runStructuredTurn, or the earlier turn's
+  // settling, after which the changed transcript discards this start).
+  if (!start || handle.transport !== 'structured' || !handle.nativeSessionId || !handle.cli) return null;
   try {
     const cli = await checkPinned(handle.cli, req.env, adapter.executable, adapter.readVersion);
     // Before the start: the CLI reads its config when it starts, not when its message comes.

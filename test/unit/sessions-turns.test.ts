@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -166,6 +167,38 @@ describe('agent sessions with a fake CLI', () => {
     const open = (await turnsOf(handleId)).find((t) => t.status === 'running') as TurnRecord;
     await fs.writeFile(path.join(store.turnsDir(handleId), `${open.id}.json`), JSON.stringify({ ...open, ownerPid: DEAD_PID }));
   }
+
+  it('a structured turn that ended on its end event while its CLI still ran: the next message waits for that process to exit', async () => {
+    const lingering: { pid: number; exitedAt: number | null }[] = [];
+    let sentAt = 0;
+    const fake = structuredSessions(async (req, id) => {
+      if (lingering.length === 1) {
+        // The second turn after the start: the one that must wait.
+        sentAt = Date.now();
+        cli.write(id, [{ t: 'user', text: req.message, key: 'k3' }, { t: 'answer', text: 'third' }, { t: 'end' }]);
+        return { sessionId: id, status: 'completed', answer: 'third', error: null, tools: [], transcriptPath: cli.transcript(id) };
+      }
+      // The CLI answers, then goes on for a while before it exits by itself.
+      const proc = spawn('sleep', ['0.8'], { stdio: 'ignore' });
+      const entry = { pid: proc.pid as number, exitedAt: null as number | null };
+      proc.on('exit', () => (entry.exitedAt = Date.now()));
+      lingering.push(entry);
+      req.onSpawned?.(entry.pid);
+      cli.write(id, [{ t: 'user', text: req.message, key: 'k2' }, { t: 'answer', text: 'second' }, { t: 'end' }]);
+      return { sessionId: id, status: 'completed', answer: 'second', error: null, tools: [], transcriptPath: cli.transcript(id), cliRunning: true };
+    });
+    const first = await sessions.start({ provider: 'claude-code', transport: 'structured', message: 'one', cwd: root, env, timeoutSeconds: 5 });
+    const second = await cont(first.handle.id, 'two');
+    expect(second.turn).toMatchObject({ status: 'completed', answer: 'second' });
+    // On record while it finishes, so the next turn (in this process or another) can wait for it.
+    expect((await store.loadHandle(first.handle.id)).provider.cliProcess).toMatchObject({ pid: lingering[0]?.pid });
+    const third = await cont(first.handle.id, 'three');
+    expect(third.turn).toMatchObject({ status: 'completed', answer: 'third' });
+    expect(fake.runs()).toBe(3);
+    expect(lingering[0]?.exitedAt).not.toBeNull();
+    expect(sentAt).toBeGreaterThanOrEqual(lingering[0]?.exitedAt as number);
+    expect((await store.loadHandle(first.handle.id)).provider.cliProcess).toBeNull();
+  });
 
   it('recover: a structured turn whose CLI process still runs is waited for, never sent again', async () => {
     let finish = () => undefined as void;

@@ -36,6 +36,9 @@ process.stdin.on('end', () => {
     console.log(JSON.stringify({ type: 'system', subtype: 'init', session_id: id }));
     console.log(JSON.stringify({ type: 'result', is_error: false, session_id: id, result: 'pid ' + process.pid + ': ' + text, terminal_reason: 'completed' }));
   }
+  // As claude -p does after its result (its last transcript records), for as long as the test asks.
+  const linger = Number(process.env.FAKE_LINGER_MS || 0);
+  if (linger) setTimeout(() => fs.writeFileSync(path.join(dir, 'exited-' + process.pid), ''), linger);
 });
 `;
 
@@ -149,6 +152,21 @@ describe('a structured CLI started before its message', () => {
     expect(gotInput(pid)).toBe(false);
     await expect(claudeStructured.run({ ...request('never sent either'), signal: cancel.signal })).rejects.toMatchObject({ kind: 'interrupted' });
     expect(started()).toEqual([pid]);
+  });
+
+  it('claude-code: the result event ends the turn; a CLI still finishing after it is not waited for, and says so', async () => {
+    const req = request('answer and linger', { env: { ...env(), FAKE_LINGER_MS: '1500' } });
+    const began = Date.now();
+    const result = await claudeStructured.run(req);
+    expect(result).toMatchObject({ status: 'completed', cliRunning: true, answer: expect.stringMatching(/: answer and linger$/) });
+    expect(Date.now() - began).toBeLessThan(1400);
+    const pid = Number(/^pid (\d+):/.exec(result.answer ?? '')?.[1]);
+    expect(processExists(pid)).toBe(true);
+    // It exits by itself, its last writes done.
+    await until(() => existsSync(path.join(dir, `exited-${pid}`)) && !processExists(pid), 'the CLI to finish and exit');
+    // Without a linger the exit and the result come together: either way the answer is the same.
+    const quick = await claudeStructured.run(request('quick'));
+    expect(quick).toMatchObject({ status: 'completed', answer: expect.stringMatching(/: quick$/) });
   });
 
   it('claude-code: no early start for a first turn (no session to resume yet)', () => {

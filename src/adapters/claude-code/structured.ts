@@ -199,6 +199,9 @@ async function runPrintTurn(req: StructuredRunRequest, started?: HeldJsonlProces
       stream.feed(value);
       report?.(stream);
     },
+    // The result event ends the turn (design §4.6): claude -p then writes its last transcript
+    // records and exits by itself, 20-50 ms later (2.1.328), which this turn does not wait for.
+    isEnded: () => stream.result !== null,
   });
   if (run.timedOut) throw new CalError('timeout', `claude -p gave no result within ${Math.round(req.timeoutMs / 1000)}s`);
   const result = stream.result;
@@ -224,6 +227,7 @@ async function runPrintTurn(req: StructuredRunRequest, started?: HeldJsonlProces
     sessionId: result.session_id ?? stream.sessionId ?? sessionId,
     tools: stream.tools,
     transcriptPath: await transcriptOf(req, result.session_id ?? sessionId),
+    cliRunning: run.running,
   };
   const reason = result.terminal_reason ?? null;
   if (!result.is_error && (reason === null || reason === 'completed')) {
