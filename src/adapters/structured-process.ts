@@ -175,6 +175,8 @@ async function follow(proc: Spawned, req: JsonlFollow): Promise<JsonlProcessResu
   try {
     const res = await ended(proc, req.timeoutMs, endEvent);
     timingMark('structured-exited');
+    // A CLI finishing after its end event does not hold a program's event loop (it ends by itself).
+    if (res.running) proc.child.unref();
     clearInterval(timer);
     drain();
     if (pending.trim() && !res.running) {

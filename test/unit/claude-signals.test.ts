@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claudeCodeAdapter } from '../../src/adapters/claude-code/index.js';
-import { SETTINGS_FILE, SHELL_HOOK_SINCE, SIGNAL_FILE, hookCommand, nodeHookCommand, parseStopSignal, shellHookCommand } from '../../src/adapters/claude-code/signals.js';
+import { ASYNC_HOOK_SINCE, SETTINGS_FILE, SHELL_HOOK_SINCE, SIGNAL_FILE, hookCommand, nodeHookCommand, parseStopSignal, shellHookCommand } from '../../src/adapters/claude-code/signals.js';
 import type { LaunchRequest } from '../../src/adapters/types.js';
 
 /** Claude Code's launch plan with the Stop-hook signal, and the hook command itself (run with sh, no CLI). */
@@ -73,6 +73,16 @@ describe('Claude Code launch plan', () => {
     for (const version of [SHELL_HOOK_SINCE, '2.1.197', '2.1.328', '2.1.332', '2.2.0', '3.0.0']) expect(hookOf(version), version).toBe(shellHookCommand(signals));
     for (const version of ['2.0.12', '2.0.76', '2.1.29', '2.1.73', '2.1.195', 'nightly']) expect(hookOf(version), version).toBe(nodeHookCommand(signals));
     expect(hookCommand(signals, '2.1.29')).toBe(nodeHookCommand(signals));
+  });
+
+  it('the hook runs in the background (async) from the first release measured with it, blocking before it and for a version that is no number', () => {
+    const sessionDir = path.join(dir, 'session');
+    const hookOf = (version: string) => {
+      claudeCodeAdapter.launch(request({ sessionDir, cli: { path: '/opt/claude', realPath: '/opt/claude.exe', version } }));
+      return JSON.parse(readFileSync(path.join(sessionDir, SETTINGS_FILE), 'utf8')).hooks.Stop[0].hooks[0] as Record<string, unknown>;
+    };
+    for (const version of [ASYNC_HOOK_SINCE, '2.1.332', '2.2.0', '3.0.0']) expect(hookOf(version), version).toMatchObject({ type: 'command', async: true });
+    for (const version of ['2.0.12', '2.1.29', SHELL_HOOK_SINCE, '2.1.327', 'nightly']) expect(Object.keys(hookOf(version)).sort(), version).toEqual(['command', 'type']);
   });
 
   it('never self-updates and asks for no prompt suggestions', () => {

@@ -86,17 +86,34 @@ export const SHELL_HOOK_SINCE = '2.1.196';
 
 /** The Stop hook command for a release (node's for any release that is not a plain number). */
 export function hookCommand(signalFile: string, version: string, node = process.execPath): string {
-  let shell = false;
+  return atLeast(version, SHELL_HOOK_SINCE) ? shellHookCommand(signalFile) : nodeHookCommand(signalFile, node);
+}
+
+/**
+ * The first release whose hook is run in the background (`async: true`, "runs in background
+ * without blocking" in its settings schema, also in 2.1.332): Claude no longer waits for cal's
+ * hook before it writes the turn's end records. A/B on 2.1.328 in a pane, launch to
+ * `turn_duration`, 10 rounds each: 1222 ms with the blocking hook, 1109 ms with it in the
+ * background, 1085 ms with no hook; the signal still came for every turn, and
+ * `stop_hook_summary` is still written. The signal stays the second end-of-turn signal (the
+ * transcript's end records are the first); a user's own Stop hooks still block as they would.
+ * Older releases keep the blocking hook: how their settings schema takes an unknown key was not
+ * probed, and a refused settings file is a blocking dialog.
+ */
+export const ASYNC_HOOK_SINCE = '2.1.328';
+
+function atLeast(version: string, floor: string): boolean {
   try {
-    shell = compareVersions(version, SHELL_HOOK_SINCE) >= 0;
+    return compareVersions(version, floor) >= 0;
   } catch {
-    // not a release number: the hook that works on every release
+    // not a release number: what works on every release
+    return false;
   }
-  return shell ? shellHookCommand(signalFile) : nodeHookCommand(signalFile, node);
 }
 
 export function hookSettings(signalFile: string, version: string, node = process.execPath): Record<string, unknown> {
-  return { hooks: { Stop: [{ hooks: [{ type: 'command', command: hookCommand(signalFile, version, node) }] }] } };
+  const hook = { type: 'command', command: hookCommand(signalFile, version, node), ...(atLeast(version, ASYNC_HOOK_SINCE) ? { async: true } : {}) };
+  return { hooks: { Stop: [{ hooks: [hook] }] } };
 }
 
 /**
