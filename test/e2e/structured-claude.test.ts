@@ -91,23 +91,6 @@ describe('Claude Code with --transport structured, end to end', () => {
     expect((await inspect()).panes).toEqual([]);
   });
 
-  it('turns chained back to back (each cal returns on the result, its claude -p may still be finishing): every resume carries each earlier turn once and one new message', async () => {
-    server.clearLog();
-    const messages = ['Chained one.', 'Chained two.', 'Chained three.'];
-    for (const m of messages) {
-      const run = await cal(['continue', handle, '--json', ...TIMEOUT, m]);
-      expect(run.code, run.stderr).toBe(0);
-      expect(run.json.turn).toMatchObject({ status: 'completed', answer: `Received: ${m}` });
-    }
-    const turns = server.turnRequests();
-    expect(turns.map((t) => t.lastUserMessage)).toEqual(messages);
-    for (let k = 1; k < turns.length; k++) expect(turns[k]!.userMessages).toEqual([...turns[k - 1]!.userMessages, messages[k]]);
-    // The CLI of the last turn has exited (or is named on the handle while it finishes).
-    const proc = (await inspect()).provider.cliProcess as { pid: number } | null;
-    // (A zombie counts as exited: an init that reaps late keeps it in the table.)
-    if (proc) await until(() => processExited(proc.pid), 'the last claude -p to exit');
-  });
-
   it('continued with --transport tmux: non_applicable (8), saying why, and nothing reaches the model', async () => {
     server.clearLog();
     const turnsBefore = (await inspect()).turns.length;
@@ -128,6 +111,24 @@ describe('Claude Code with --transport structured, end to end', () => {
     const seen = userMessagesOfLastTurn();
     expect(seen).toHaveLength(3);
     expect(seen[2]).toBe(big);
+  });
+
+  // After the 200 KB test, which counts the session's messages.
+  it('turns chained back to back (each cal returns on the result, its claude -p may still be finishing): every resume carries each earlier turn once and one new message', async () => {
+    server.clearLog();
+    const messages = ['Chained one.', 'Chained two.', 'Chained three.'];
+    for (const m of messages) {
+      const run = await cal(['continue', handle, '--json', ...TIMEOUT, m]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.json.turn).toMatchObject({ status: 'completed', answer: `Received: ${m}` });
+    }
+    const turns = server.turnRequests();
+    expect(turns.map((t) => t.lastUserMessage)).toEqual(messages);
+    for (let k = 1; k < turns.length; k++) expect(turns[k]!.userMessages).toEqual([...turns[k - 1]!.userMessages, messages[k]]);
+    // The CLI of the last turn has exited (or is named on the handle while it finishes).
+    const proc = (await inspect()).provider.cliProcess as { pid: number } | null;
+    // (A zombie counts as exited: an init that reaps late keeps it in the table.)
+    if (proc) await until(() => processExited(proc.pid), 'the last claude -p to exit');
   });
 
   it('a message starting with "/" reaches the model as text instead of running a slash command', async () => {
