@@ -169,7 +169,13 @@ async function bench(provider) {
     return { provider, version: pinned.version, calMs, bareMs, nativeMs, beforeMs, cliMs, afterMs };
   } finally {
     await server.close();
-    await fs.rm(scratch, { recursive: true, force: true });
+    // cal returns on Claude's result while its claude -p still writes its last files (it exits
+    // 20-50 ms later): the removal is tried again for a while.
+    for (let i = 0; i < 10; i++) {
+      const removed = await fs.rm(scratch, { recursive: true, force: true }).then(() => true, () => false);
+      if (removed) break;
+      await new Promise((r) => setTimeout(r, 300));
+    }
   }
 }
 
