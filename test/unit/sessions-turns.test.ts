@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CalError } from '../../src/errors.js';
 import { AgentSessions, handleLockName } from '../../src/sessions/agent-sessions.js';
 import { processStartTime } from '../../src/state/lock.js';
+import { processExited } from '../../src/util/process-identity.js';
 import type { StateStore } from '../../src/state/store.js';
 import type { StructuredRunRequest, StructuredTurnResult } from '../../src/adapters/types.js';
 import type { TurnRecord } from '../../src/state/turns.js';
@@ -169,19 +170,19 @@ describe('agent sessions with a fake CLI', () => {
   }
 
   it('a structured turn that ended on its end event while its CLI still ran: the next message waits for that process to exit', async () => {
-    const lingering: { pid: number; exitedAt: number | null }[] = [];
-    let sentAt = 0;
+    const lingering: { pid: number }[] = [];
+    let goneAtSend: boolean | null = null;
     const fake = structuredSessions(async (req, id) => {
       if (lingering.length === 1) {
-        // The second turn after the start: the one that must wait.
-        sentAt = Date.now();
+        // The second turn after the start: the one that must wait. (Gone: exited, its zombie
+        // counts; this process's own exit event for it may come a moment later.)
+        goneAtSend = processExited(lingering[0]?.pid as number);
         cli.write(id, [{ t: 'user', text: req.message, key: 'k3' }, { t: 'answer', text: 'third' }, { t: 'end' }]);
         return { sessionId: id, status: 'completed', answer: 'third', error: null, tools: [], transcriptPath: cli.transcript(id) };
       }
       // The CLI answers, then goes on for a while before it exits by itself.
       const proc = spawn('sleep', ['0.8'], { stdio: 'ignore' });
-      const entry = { pid: proc.pid as number, exitedAt: null as number | null };
-      proc.on('exit', () => (entry.exitedAt = Date.now()));
+      const entry = { pid: proc.pid as number };
       lingering.push(entry);
       req.onSpawned?.(entry.pid);
       cli.write(id, [{ t: 'user', text: req.message, key: 'k2' }, { t: 'answer', text: 'second' }, { t: 'end' }]);
@@ -195,8 +196,7 @@ describe('agent sessions with a fake CLI', () => {
     const third = await cont(first.handle.id, 'three');
     expect(third.turn).toMatchObject({ status: 'completed', answer: 'third' });
     expect(fake.runs()).toBe(3);
-    expect(lingering[0]?.exitedAt).not.toBeNull();
-    expect(sentAt).toBeGreaterThanOrEqual(lingering[0]?.exitedAt as number);
+    expect(goneAtSend).toBe(true);
     expect((await store.loadHandle(first.handle.id)).provider.cliProcess).toBeNull();
   });
 
