@@ -322,11 +322,11 @@ function refuseOtherTransport(handle: AgentSessionHandle, expected: string | und
   const actual = handle.provider.transport;
   if (requested.data === actual) return;
   const why =
-    actual === 'api' || requested.data === 'api'
-      ? actual === 'api'
-        ? `an API session is continued from cal's own stored history, which ${handle.provider.provider} as a CLI does not have`
-        : `an API session would start from cal's own stored history, which this CLI session does not have`
-      : `a handle keeps the transport it was started with: while a pane is open it holds the conversation in memory, and a turn through the other transport beside it would fork the session (the native id is provider.nativeSessionId in cal inspect ${handle.id} --json, to move it by hand)`;
+    actual === 'api'
+      ? `an API session is continued from cal's own stored history, and has no CLI to run`
+      : requested.data === 'api'
+        ? `a CLI session is continued by its CLI's own resume; cal keeps no history of it to send to an API`
+        : `a handle keeps the transport it was started with: while a pane is open it holds the conversation in memory, and a turn through the other transport beside it would fork the session (the native id is provider.nativeSessionId in cal inspect ${handle.id} --json, to move it by hand)`;
   throw new CalError('non_applicable', `handle ${handle.id} runs on the ${actual} transport, not ${requested.data}: ${why}`, {
     handle: handle.id,
     field: 'transport',
