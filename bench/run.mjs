@@ -270,16 +270,13 @@ let misses = 1;
 try {
   header();
   await step('`cal --version` start-up', startup, 'startup');
-  // Before any pane is started: the structured rows run two processes at once on the cal side (cal's
-  // bookkeeping beside the CLI's start) and one on the bare side, so CPU taken by panes that were
-  // just ended (a TUI still exiting) weighs on cal's side more.
-  await step('`cal continue` on the structured transport', structured, 'structured');
   const s = await claudeSessions();
   await step('`cal inspect --json` of 200 handles', () => inspect200(s), 'inspect');
   await step('`cal continue` on a live pane', () => livePane(s), 'live');
   await step('`cal continue` after tmux loss', () => afterLoss(s), 'loss');
   // The panes of the targets above are ended, so the concurrency target has the cores to itself.
   for (const dir of stateDirs) spawnSync('tmux', ['-S', await tmuxSocketFor(path.join(dir, 'tmux')), 'kill-server']);
+  await step('`cal continue` on the structured transport', structured, 'structured');
   await step(`${CONCURRENT} sessions continued at once`, concurrent, 'concurrent');
   const [l1, l5] = os.loadavg();
   report.notes.push(`load average at the end ${l1.toFixed(2)}/${l5.toFixed(2)}; on a loaded machine every figure grows (compare \`node -e 0\` above with about 40 ms on a quiet one)`);
