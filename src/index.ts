@@ -7,7 +7,7 @@ export { openSessions } from './library/sessions.js';
 export { CalError, exitCodes } from './errors.js';
 export { TurnError, CertificationError } from './library/errors.js';
 export { eventKinds } from './library/types.js';
-export { providerNames, toolPolicies } from './handles/schema.js';
+export { providerNames, toolPolicies, transports } from './handles/schema.js';
 export type {
   AskOptions,
   CalEvent,

@@ -1,4 +1,4 @@
-import { openSessions, toolPolicies } from '../index.js';
+import { openSessions, toolPolicies, transports } from '../index.js';
 import { parseHandleRef } from '../state/store.js';
 import { checkSystemPromptFlags, parseSeconds, cancelOnInterrupt, parseWait, readMessage, renderError, renderTurnCall, systemPromptOf } from './common.js';
 import { liveOutput } from './progress.js';
@@ -18,7 +18,7 @@ export const command = defineCommand({
     systemPromptFile: { value: '<file>', help: 'expected system prompt, from a file' },
     mcpConfig: { value: '<file>', help: 'expected MCP config' },
     toolPolicy: { value: '<policy>', help: 'expected tool policy (stale_handle if it differs)', choices: toolPolicies },
-    transport: { value: '<kind>', help: 'expected transport (non_applicable if the handle runs on another: a handle keeps its transport)', choices: ['tmux', 'structured', 'api'] },
+    transport: { value: '<kind>', help: 'expected transport (non_applicable if the handle runs on another: a handle keeps its transport)', choices: transports },
     wait: { value: '[seconds]', help: 'wait in line while another continuation runs, forever or --wait=S seconds (default: fail with busy)' },
     timeout: { value: '<seconds>', help: 'give up waiting for the end of the turn after this long' },
     events: { help: 'stream lifecycle events as NDJSON on stderr' },

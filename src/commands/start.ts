@@ -1,4 +1,4 @@
-import { CalError, openSessions, providerNames, toolPolicies } from '../index.js';
+import { CalError, openSessions, providerNames, toolPolicies, transports } from '../index.js';
 import { checkSystemPromptFlags, parseSeconds, cancelOnInterrupt, readMessage, renderError, renderTurnCall, systemPromptOf } from './common.js';
 import { liveOutput } from './progress.js';
 import { defineCommand } from './spec.js';
@@ -11,7 +11,7 @@ export const command = defineCommand({
     provider: { value: '<name>', help: 'which CLI or API', choices: providerNames, required: true },
     cwd: { value: '<dir>', help: 'working directory of the session (default: the current one)' },
     model: { value: '<model>', help: 'model name passed to the CLI' },
-    transport: { value: '<kind>', help: 'how cal drives the CLI', choices: ['tmux', 'structured', 'api'] },
+    transport: { value: '<kind>', help: 'how cal drives the CLI', choices: transports },
     name: { value: '<name>', help: 'a name to use instead of the handle id' },
     replace: { help: 'with --name: remove the handle that has this name first (refused while it is busy)' },
     systemPrompt: { value: '<text>', help: 'system prompt appended natively by the CLI' },

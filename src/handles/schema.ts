@@ -10,7 +10,8 @@ export const providerNames = ['claude-code', 'codex', 'gemini', 'pi', 'cursor', 
 export const ProviderName = z.enum(providerNames);
 export type ProviderName = z.infer<typeof ProviderName>;
 
-export const Transport = z.enum(['tmux', 'structured', 'api']);
+export const transports = ['tmux', 'structured', 'api'] as const;
+export const Transport = z.enum(transports);
 export type Transport = z.infer<typeof Transport>;
 
 /** A directory as given, plus the identity of its real path: a moved or recreated folder differs. */

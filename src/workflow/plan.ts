@@ -3,7 +3,7 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { z } from '../util/zod.js';
 import { CalError } from '../errors.js';
-import { providerNames } from '../handles/schema.js';
+import { providerNames, transports } from '../handles/schema.js';
 
 /**
  * A plan: the durable post-step workflow `cal run` executes (docs/plans.md). Ordered phases on
@@ -40,7 +40,7 @@ export const Plan = z
         provider: z.enum(providerNames),
         cwd: z.string().optional(),
         model: z.string().optional(),
-        transport: z.enum(['tmux', 'structured', 'api']).optional(),
+        transport: z.enum(transports).optional(),
         systemPrompt: z.string().optional(),
         mcpConfig: z.string().optional(),
         cliPath: z.string().optional(),
