@@ -62,6 +62,17 @@ describe('Claude Code in tmux, end to end', () => {
     expect(after.panes).toHaveLength(1);
     expect(after.provider.tmux.paneId).toBe(before.provider.tmux.paneId);
     expect(after.provider.transcript.offset).toBeGreaterThan(before.provider.transcript.offset);
+    // The second end-of-turn signal still comes with the hook in the background (async, 2.1.328
+    // on): cal's Stop hook appends this turn's Stop, named by its prompt id, to the signal file.
+    const signals = after.provider.signals.path as string;
+    const stopOfTurn = async () =>
+      (await fs.readFile(signals, 'utf8').catch(() => ''))
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+        .some((p) => p.hook_event_name === 'Stop' && p.prompt_id === run.json.turn.turnKey);
+    for (let i = 0; i < 100 && !(await stopOfTurn()); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(await stopOfTurn(), 'a Stop signal for the pasted turn').toBe(true);
   });
 
   it('after kill-tmux, continue reports lost_tmux and resuming, resumes natively and recalls', async () => {

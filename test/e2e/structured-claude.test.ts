@@ -117,11 +117,16 @@ describe('Claude Code with --transport structured, end to end', () => {
   it('turns chained back to back (each cal returns on the result, its claude -p may still be finishing): every resume carries each earlier turn once and one new message', async () => {
     server.clearLog();
     const messages = ['Chained one.', 'Chained two.', 'Chained three.'];
+    // Whether cal returned on the result while its claude -p still ran: the handle then names that
+    // process until the next turn (claude -p exits 20-50 ms after its result, cal reads it in <1 ms).
+    const returnedBeforeExit: boolean[] = [];
     for (const m of messages) {
       const run = await cal(['continue', handle, '--json', ...TIMEOUT, m]);
       expect(run.code, run.stderr).toBe(0);
       expect(run.json.turn).toMatchObject({ status: 'completed', answer: `Received: ${m}` });
+      returnedBeforeExit.push(((await inspect()).provider.cliProcess ?? null) !== null);
     }
+    expect(returnedBeforeExit, 'cal returned on the result before claude -p exited, at least once').toContain(true);
     const turns = server.turnRequests();
     expect(turns.map((t) => t.lastUserMessage)).toEqual(messages);
     for (let k = 1; k < turns.length; k++) expect(turns[k]!.userMessages).toEqual([...turns[k - 1]!.userMessages, messages[k]]);
