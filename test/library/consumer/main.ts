@@ -16,6 +16,7 @@ import {
   openSessions,
   providerNames,
   toolPolicies,
+  transports,
   type AskOptions,
   type CalErrorDetails,
   type CalEvent,
@@ -177,6 +178,7 @@ process.stdout.write(
     knownEvents: eventKinds.length,
     providers: providerNames.length,
     toolPolicies: toolPolicies.length,
+    transports: transports.length,
     staleExit: exitCodes.stale_handle,
   }) + '\n',
 );
