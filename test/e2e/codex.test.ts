@@ -8,6 +8,7 @@ import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 import { pinnedCli, repoRoot } from '../support/clis.js';
 import { listRollouts, readRollout } from '../support/codex-home.js';
 import { sharedTmuxScenarios, TIMEOUT } from '../support/shared-scenarios.js';
+import { processExited } from '../../src/util/process-identity.js';
 
 /**
  * Issue 4 acceptance: the real pinned Codex binary (0.169.0) in real tmux against the scripted
@@ -267,6 +268,81 @@ describe('Codex with --transport structured, end to end', () => {
     expect(failed.code).toBe(10);
     expect(failed.json.turn).toMatchObject({ status: 'failed', answer: null });
     expect(failed.json.error.message).toContain('We’re currently experiencing high demand');
+  });
+
+  it('turns chained back to back (each cal returns on turn.completed, its codex exec may still be finishing): every resume carries each earlier turn once and one new message', async () => {
+    s.server.clearLog();
+    const messages = ['Chained one.', 'Chained two.', 'Chained three.'];
+    // Whether cal returned on turn.completed while its codex exec still ran: the handle then names
+    // that process until the next turn (codex exits 18-41 ms after turn.completed).
+    const returnedBeforeExit: boolean[] = [];
+    for (const m of messages) {
+      const run = await cal(['continue', handle, '--json', ...TIMEOUT, m]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.json.turn).toMatchObject({ status: 'completed', answer: `Received: ${m}` });
+      returnedBeforeExit.push(((await inspect()).provider.cliProcess ?? null) !== null);
+    }
+    expect(returnedBeforeExit, 'cal returned on turn.completed before codex exec exited, at least once').toContain(true);
+    const turns = s.server.turnRequests();
+    expect(turns.map((t) => t.lastUserMessage)).toEqual(messages);
+    for (let k = 1; k < turns.length; k++) expect(turns[k]!.userMessages).toEqual([...turns[k - 1]!.userMessages, messages[k]]);
+    const proc = (await inspect()).provider.cliProcess as { pid: number } | null;
+    if (proc) await waitFor('the last codex exec to exit', async () => processExited(proc.pid));
+  });
+
+  it('cal killed mid-turn: once codex finished, cal recover settles the turn from the rollout and sends nothing', async () => {
+    const message = 'Recover me [[cal:delay=2500]]';
+    s.server.clearLog();
+    const bg = s.spawnCal(['continue', handle, ...TIMEOUT, message]);
+    await waitFor('the model to get the message', async () => s.server.turnRequests().some((r) => r.lastUserMessage === message));
+    bg.child.kill('SIGKILL');
+    await bg.done;
+    const rollout = (await inspect()).provider.transcript.path as string;
+    // The orphaned codex exec ends the turn in its rollout.
+    await waitFor('codex to end the turn', async () => JSON.stringify(await readRollout(rollout)).includes('Received: Recover me'));
+    const rec = await cal(['recover', '--json']);
+    expect(rec.code, rec.stdout + rec.stderr).toBe(0);
+    expect(rec.json.turns).toEqual([expect.objectContaining({ handle, before: 'running', action: 'settled_from_transcript', status: 'completed', answer: 'Received: Recover me' })]);
+    expect(s.server.turnRequests().filter((r) => r.lastUserMessage === message)).toHaveLength(1);
+  });
+
+  it('cal killed mid-turn while codex still works: cal recover waits for it and sends nothing', async () => {
+    const message = 'Recover me slowly [[cal:delay=6000]]';
+    s.server.clearLog();
+    const bg = s.spawnCal(['continue', handle, ...TIMEOUT, message]);
+    await waitFor('the model to get the message', async () => s.server.turnRequests().some((r) => r.lastUserMessage === message));
+    bg.child.kill('SIGKILL');
+    await bg.done;
+    const rec = await cal(['recover', '--json']);
+    expect(rec.code, rec.stdout + rec.stderr).toBe(0);
+    expect(rec.json.turns).toEqual([expect.objectContaining({ handle, before: 'running', action: 'waited_for_cli', status: 'completed', answer: 'Received: Recover me slowly' })]);
+    expect(s.server.turnRequests().filter((r) => r.lastUserMessage === message)).toHaveLength(1);
+    expect((await inspect()).provider.cliProcess ?? null).toBeNull();
+    const next = await cal(['continue', handle, '--json', ...TIMEOUT, 'What was the codeword?']);
+    expect(next.json.turn).toMatchObject({ status: 'completed', answer: 'The codeword was PEAR.' });
+  });
+
+  // codex exec picks its thread id itself: recover finds the rollout by the message it carries.
+  it('cal killed during the first turn: cal recover settles it from the rollout, never a second send', async () => {
+    const message = 'Remember the codeword CXFIRSTKILL. [[cal:delay=2500]]';
+    s.server.clearLog();
+    const bg = s.spawnCal(['start', '--provider', 'codex', '--transport', 'structured', '--cwd', work, '--name', 'codex-first-kill', ...TIMEOUT, message]);
+    await waitFor('the model to get the message', async () => s.server.turnRequests().some((r) => r.lastUserMessage === message));
+    bg.child.kill('SIGKILL');
+    await bg.done;
+    await waitFor('codex to end the turn', async () => {
+      for (const file of await listRollouts(s.configDir)) {
+        const text = JSON.stringify(await readRollout(file));
+        if (text.includes('CXFIRSTKILL') && text.includes('OK, I will remember the codeword CXFIRSTKILL.')) return true;
+      }
+      return false;
+    });
+    const rec = await cal(['recover', '--json']);
+    expect(rec.code, rec.stdout + rec.stderr).toBe(0);
+    expect(rec.json.turns).toEqual([expect.objectContaining({ before: 'running', action: 'settled_from_transcript', status: 'completed', answer: 'OK, I will remember the codeword CXFIRSTKILL.' })]);
+    expect(s.server.turnRequests().filter((r) => r.lastUserMessage === message)).toHaveLength(1);
+    const next = await cal(['continue', 'codex-first-kill', '--json', ...TIMEOUT, 'What was the codeword?']);
+    expect(next.json.turn).toMatchObject({ status: 'completed', answer: 'The codeword was CXFIRSTKILL.' });
   });
 
   it('when the pinned binary is gone, continue is cli_missing (13) naming the pinned version', async (ctx) => {

@@ -3,11 +3,10 @@ import { z } from '../../util/zod.js';
 import { CalError } from '../../errors.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
 import type { LaunchRequest, StructuredRunRequest, StructuredTurnResult } from '../types.js';
-import { runProcess } from '../run-process.js';
+import { runJsonlProcess } from '../structured-process.js';
 import { commonOverrides } from './config.js';
 import { codexEnv } from './binary.js';
 import { codexHome, findRolloutById, sessionIdFromRolloutName } from './sessions.js';
-import { parseJsonLines } from '../json-lines.js';
 
 /**
  * Structured transport: one `codex exec --json` process per turn, `codex exec resume --json <id>`
@@ -58,25 +57,25 @@ export interface ExecStream {
   unknownEvents: number;
 }
 
-/** Parses `codex exec --json` stdout (one JSON event per line). */
-export function parseExecStream(stdout: string): ExecStream {
-  const out: ExecStream = { threadId: null, ended: null, answer: null, error: null, errors: [], tools: [], unknownEvents: 0 };
+/**
+ * Follows `codex exec --json` events one at a time, as each stdout line completes: the thread
+ * id, items, the answer and the turn's end so far.
+ */
+export class ExecStreamReader {
+  readonly stream: ExecStream = { threadId: null, ended: null, answer: null, error: null, errors: [], tools: [], unknownEvents: 0 };
   // A tool item is reported when it starts (status in_progress) and again when it completes:
   // one entry per item id, updated in place, so a call shows at once and its end only once.
-  const toolAt = new Map<string, number>();
-  const recordTool = (item: z.infer<typeof ExecItem>): void => {
-    const tool = execTool(item);
-    if (!tool) return;
-    const at = item.id !== undefined ? toolAt.get(item.id) : undefined;
-    if (at !== undefined) out.tools[at] = tool;
-    else {
-      if (item.id !== undefined) toolAt.set(item.id, out.tools.length);
-      out.tools.push(tool);
+  private readonly toolAt = new Map<string, number>();
+
+  /** One parsed stdout line; `undefined` for a line that was not JSON. */
+  feed(value: unknown): void {
+    const parsed = value === undefined ? null : ExecEvent.safeParse(value);
+    if (!parsed?.success) {
+      this.stream.unknownEvents++;
+      return;
     }
-  };
-  const { events, unknown } = parseJsonLines(stdout, ExecEvent);
-  out.unknownEvents = unknown;
-  for (const e of events) {
+    const out = this.stream;
+    const e = parsed.data;
     switch (e.type) {
       case 'thread.started':
         out.threadId = e.thread_id;
@@ -93,7 +92,7 @@ export function parseExecStream(stdout: string): ExecStream {
         break;
       case 'item.started':
       case 'item.updated':
-        recordTool(e.item);
+        this.recordTool(e.item);
         break;
       case 'item.completed': {
         const agent = AgentMessage.safeParse(e.item);
@@ -101,14 +100,41 @@ export function parseExecStream(stdout: string): ExecStream {
           out.answer = agent.data.text;
           break;
         }
-        recordTool(e.item);
+        this.recordTool(e.item);
         break;
       }
       default:
         break;
     }
   }
-  return out;
+
+  private recordTool(item: z.infer<typeof ExecItem>): void {
+    const tool = execTool(item);
+    if (!tool) return;
+    const tools = this.stream.tools;
+    const at = item.id !== undefined ? this.toolAt.get(item.id) : undefined;
+    if (at !== undefined) tools[at] = tool;
+    else {
+      if (item.id !== undefined) this.toolAt.set(item.id, tools.length);
+      tools.push(tool);
+    }
+  }
+}
+
+/** Parses `codex exec --json` stdout (one JSON event per line). */
+export function parseExecStream(stdout: string): ExecStream {
+  const reader = new ExecStreamReader();
+  for (const line of stdout.split('\n')) {
+    if (!line.trim()) continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      value = undefined;
+    }
+    reader.feed(value);
+  }
+  return reader.stream;
 }
 
 /** A tool's status as cal records it: absent while it runs (in_progress), else Codex's word for how it ended. */
@@ -237,41 +263,45 @@ export function execArgv(req: LaunchRequest): string[] {
 export async function runExecTurn(req: StructuredRunRequest): Promise<StructuredTurnResult> {
   const argv = execArgv(req);
   const startedAt = new Date(Date.now() - 1000);
-  // Items as exec reports them, before the turn ends (--stream): the complete lines so far.
+  const reader = new ExecStreamReader();
+  const stream = reader.stream;
   const report = req.onProgress;
-  let seen = '';
-  const res = await runProcess(argv[0] as string, argv.slice(1), {
-    cwd: req.config.cwd,
+  // exec's stdout and stderr are files (structured-process.ts), so the turn ends on its
+  // turn.completed or turn.failed while codex still finishes (18-41 ms to its exit, measured on
+  // 0.169.0, with nothing more written to the rollout); and a cal killed mid-turn leaves a codex
+  // that still finishes the turn in its rollout, for `cal recover`.
+  const run = await runJsonlProcess({
+    argv,
     env: codexEnv(req.env, req.cli.realPath),
+    cwd: req.config.cwd,
+    // Empty unless the message is too long for argv (`-`): exec appends stdin to its prompt.
+    stdin: Buffer.byteLength(req.message) > STDIN_MESSAGE_BYTES ? req.message : '',
     timeoutMs: req.timeoutMs,
-    maxBuffer: 256 << 20,
-    ...(Buffer.byteLength(req.message) > STDIN_MESSAGE_BYTES ? { input: req.message } : {}),
     // A cancel interrupts codex as Ctrl-C in its terminal would; the stream then ends the turn.
-    ...(req.signal ? { interrupt: req.signal } : {}),
+    ...(req.signal ? { signal: req.signal } : {}),
     ...(req.onSpawned ? { onSpawned: req.onSpawned } : {}),
-    onStdout: report
-      ? (chunk) => {
-          seen += chunk.toString('utf8');
-          const so = parseExecStream(seen.slice(0, seen.lastIndexOf('\n') + 1));
-          report({ observation: so.threadId ? { phase: 'running', turnKey: null } : { phase: 'waiting' }, tools: so.tools, partialAnswer: so.answer ?? '' });
-        }
-      : undefined,
+    onEvent(value) {
+      reader.feed(value);
+      report?.({ observation: stream.threadId ? { phase: 'running', turnKey: null } : { phase: 'waiting' }, tools: stream.tools, partialAnswer: stream.answer ?? '' });
+    },
+    isEnded: () => stream.ended !== null,
+  }).catch((err: NodeJS.ErrnoException) => {
+    // The binary could not be started (ENOENT, EACCES …): anything else is not cal's to reword.
+    if (!err.syscall?.startsWith('spawn')) throw err;
+    throw new CalError('cli_missing', `could not run ${argv[0]} (${err.code ?? err.message}): reinstall it or start a new session`);
   });
-  if (res.spawnError) {
-    throw new CalError('cli_missing', `could not run ${argv[0]} (${res.spawnError.code ?? res.spawnError.message}): reinstall it or start a new session`);
-  }
-  if (res.timedOut) {
+  if (run.timedOut) {
     throw new CalError('timeout', `codex exec gave no end of turn within ${Math.round(req.timeoutMs / 1000)}s`);
   }
-  const stream = parseExecStream(res.stdout);
-  const stderrLine = lastErrorLine(res.stderr);
+  stream.unknownEvents += run.otherLines;
+  const stderrLine = lastErrorLine(run.stderr);
   if (!stream.threadId) {
-    const why = stream.errors.at(-1) || stderrLine || `exit status ${res.exitCode}`;
-    if (req.mode === 'resume' && /no rollout found|thread\/resume|No saved session/i.test(`${res.stderr}\n${why}`)) {
+    const why = stream.errors.at(-1) || stderrLine || `exit status ${run.exitCode}`;
+    if (req.mode === 'resume' && /no rollout found|thread\/resume|No saved session/i.test(`${run.stderr}\n${why}`)) {
       throw new CalError('resume_unavailable', `codex refused to resume session ${req.sessionId}: ${why}`);
     }
-    if (res.signal) throw new CalError('lost', `codex exec was ended by ${res.signal} before it started a thread`);
-    throw new CalError('turn_failed', `codex exec failed before it started a thread (exit ${res.exitCode}): ${why}`);
+    if (run.signal) throw new CalError('lost', `codex exec was ended by ${run.signal} before it started a thread`);
+    throw new CalError('turn_failed', `codex exec failed before it started a thread (exit ${run.exitCode}): ${why}`);
   }
   // A resumed thread goes on in its own rollout file (named by the thread id): the one found on
   // an earlier turn is taken while it is there, so a resume days later does not walk every
@@ -279,17 +309,18 @@ export async function runExecTurn(req: StructuredRunRequest): Promise<Structured
   const known = req.knownTranscript;
   const transcriptPath =
     known && sessionIdFromRolloutName(known) === stream.threadId && isFile(known) ? known : await findRolloutById(codexHome(req.env), stream.threadId, startedAt);
-  const base = { sessionId: stream.threadId, tools: stream.tools, transcriptPath };
-  if (stream.ended === 'completed' && res.exitCode === 0) {
+  const base = { sessionId: stream.threadId, tools: stream.tools, transcriptPath, cliRunning: run.running };
+  if (stream.ended === 'completed' && (run.running || run.exitCode === 0)) {
     return { ...base, status: 'completed', answer: stream.answer, error: null };
   }
-  if (stream.ended === 'failed' || (res.exitCode ?? 0) !== 0) {
-    const message = stream.error ?? stream.errors.at(-1) ?? (stderrLine || `codex exec exited with status ${res.exitCode}`);
-    if (res.signal === 'SIGINT') return { ...base, status: 'interrupted', answer: null, error: message };
+  if (stream.ended === 'failed' || (run.exitCode ?? 0) !== 0) {
+    const message = stream.error ?? stream.errors.at(-1) ?? (stderrLine || `codex exec exited with status ${run.exitCode}`);
+    // Cancelled: the turn may end on its turn.failed before codex exits on the SIGINT.
+    if (run.signal === 'SIGINT' || req.signal?.aborted) return { ...base, status: 'interrupted', answer: null, error: message };
     return { ...base, status: 'failed', answer: null, error: message };
   }
   throw new CalError(
     'internal',
-    `codex exec ended (exit ${res.exitCode}) without turn.completed or turn.failed in its --json stream (${stream.unknownEvents} unrecognised events): the event format may have changed`,
+    `codex exec ended (exit ${run.exitCode}) without turn.completed or turn.failed in its --json stream (${stream.unknownEvents} unrecognised events): the event format may have changed`,
   );
 }
