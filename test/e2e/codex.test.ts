@@ -345,6 +345,25 @@ describe('Codex with --transport structured, end to end', () => {
     expect(next.json.turn).toMatchObject({ status: 'completed', answer: 'The codeword was CXFIRSTKILL.' });
   });
 
+  it('Ctrl-C during a turn, at a terminal (cal and codex both get SIGINT) or to cal alone (its cancel): the turn is interrupted (11), sent once, and the session goes on', async () => {
+    for (const group of [true, false]) {
+      const message = `Interrupt me ${group ? 'at the terminal' : 'through cal'} [[cal:delay=8000]]`;
+      s.server.clearLog();
+      // spawnCal gives cal a process group of its own, as a terminal's foreground job has.
+      const bg = s.spawnCal(['continue', handle, '--json', ...TIMEOUT, message]);
+      await waitFor('the model to get the message', async () => s.server.turnRequests().some((r) => r.lastUserMessage === message));
+      if (group) process.kill(-(bg.child.pid as number), 'SIGINT');
+      else bg.child.kill('SIGINT');
+      const run = await bg.done;
+      expect(run.code, run.stdout + run.stderr).toBe(11);
+      expect(JSON.parse(run.stdout).turn).toMatchObject({ status: 'interrupted', answer: null });
+      expect(s.server.turnRequests().filter((r) => r.lastUserMessage === message)).toHaveLength(1);
+    }
+    const next = await cal(['continue', handle, '--json', ...TIMEOUT, 'What was the codeword, after the interrupts?']);
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.json.turn).toMatchObject({ status: 'completed', answer: 'The codeword was PEAR.' });
+  });
+
   it('when the pinned binary is gone, continue is cli_missing (13) naming the pinned version', async (ctx) => {
     const view = await inspect();
     const copy = path.join(s.root, 'pinned', 'codex');
