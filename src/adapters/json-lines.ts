@@ -1,25 +1,18 @@
-import type { z } from '../util/zod.js';
-
 /**
- * The events of a CLI's JSON-lines output (`--json`, `-o stream-json`) that fit its schema, in
- * order; `unknown` counts the lines that are not JSON or fit no known event (a release that
- * changed its format shows up there, never as a crash). Blank lines are not counted.
+ * Hands each line of a CLI's JSON-lines output (`--json`, `-o stream-json`) to `feed` as its
+ * parsed value, `undefined` for a line that is not JSON (a release that changed its format shows
+ * up as unknown events there, never as a crash). Blank lines are skipped. For output read whole
+ * (tests, fixtures); a live turn feeds each line as it completes (structured-process.ts).
  */
-export function parseJsonLines<S extends z.ZodType>(stdout: string, schema: S): { events: Array<z.output<S>>; unknown: number } {
-  const events: Array<z.output<S>> = [];
-  let unknown = 0;
+export function feedJsonLines(stdout: string, feed: (value: unknown) => void): void {
   for (const line of stdout.split('\n')) {
     if (!line.trim()) continue;
     let value: unknown;
     try {
       value = JSON.parse(line);
     } catch {
-      unknown++;
-      continue;
+      value = undefined;
     }
-    const ev = schema.safeParse(value);
-    if (ev.success) events.push(ev.data);
-    else unknown++;
+    feed(value);
   }
-  return { events, unknown };
 }

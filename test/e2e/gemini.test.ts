@@ -286,4 +286,79 @@ describe('Gemini CLI through the structured (headless) transport, end to end', (
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.json.turn.answer).toBe('The codeword was FIG.');
   });
+
+  const until = async (what: string, check: () => Promise<boolean> | boolean, timeoutMs = 60_000): Promise<void> => {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await check())) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  const inspect = async () => (await cal(['inspect', handle, '--json'])).json;
+
+  it('turns chained back to back (each cal returns on the result, its gemini -p may still be finishing): every resume carries each earlier turn once and one new message', async () => {
+    server.clearLog();
+    const messages = ['Chained one.', 'Chained two.', 'Chained three.'];
+    // Whether cal returned on the result while its gemini -p still ran (Gemini exits 94-175 ms
+    // after it): the handle then names that process until the next turn.
+    const returnedBeforeExit: boolean[] = [];
+    for (const m of messages) {
+      const run = await cal(['continue', handle, '--json', ...TIMEOUT, m]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.json.turn).toMatchObject({ status: 'completed', answer: `Received: ${m}` });
+      returnedBeforeExit.push(((await inspect()).provider.cliProcess ?? null) !== null);
+    }
+    expect(returnedBeforeExit, 'cal returned on the result before gemini -p exited, at least once').toContain(true);
+    const turns = server.turnRequests();
+    expect(turns.map((t) => t.lastUserMessage)).toEqual(messages);
+    for (let k = 1; k < turns.length; k++) expect(turns[k]!.userMessages).toEqual([...turns[k - 1]!.userMessages, messages[k]]);
+  });
+
+  it('cal killed mid-turn: once Gemini finished, cal recover settles the turn from the session file and sends nothing', async () => {
+    const message = 'Recover me [[cal:delay=2500]]';
+    server.clearLog();
+    const bg = w.suite.spawnCal(['continue', handle, ...TIMEOUT, message]);
+    await until('the model to get the message', () => server.turnRequests().some((r) => r.lastUserMessage === message));
+    bg.child.kill('SIGKILL');
+    await bg.done;
+    const file = (await inspect()).provider.transcript.path as string;
+    // The orphaned gemini -p ends the turn in its session file.
+    await until('gemini to end the turn', async () => JSON.stringify(await readSession(file)).includes('Received: Recover me'));
+    const rec = await cal(['recover', '--json']);
+    expect(rec.code, rec.stdout + rec.stderr).toBe(0);
+    expect(rec.json.turns).toEqual([expect.objectContaining({ handle, before: 'running', action: 'settled_from_transcript', status: 'completed', answer: 'Received: Recover me' })]);
+    expect(server.turnRequests().filter((r) => r.lastUserMessage === message)).toHaveLength(1);
+  });
+
+  it('cal killed mid-turn while Gemini still works: cal recover waits for it and sends nothing', async () => {
+    const message = 'Recover me slowly [[cal:delay=6000]]';
+    server.clearLog();
+    const bg = w.suite.spawnCal(['continue', handle, ...TIMEOUT, message]);
+    await until('the model to get the message', () => server.turnRequests().some((r) => r.lastUserMessage === message));
+    bg.child.kill('SIGKILL');
+    await bg.done;
+    const rec = await cal(['recover', '--json']);
+    expect(rec.code, rec.stdout + rec.stderr).toBe(0);
+    expect(rec.json.turns).toEqual([expect.objectContaining({ handle, before: 'running', action: 'waited_for_cli', status: 'completed', answer: 'Received: Recover me slowly' })]);
+    expect(server.turnRequests().filter((r) => r.lastUserMessage === message)).toHaveLength(1);
+    expect((await inspect()).provider.cliProcess ?? null).toBeNull();
+  });
+
+  it('Ctrl-C during a turn, at a terminal (cal and gemini both get SIGINT) or to cal alone (its cancel): the turn is interrupted (11), sent once, and the session goes on', async () => {
+    for (const group of [true, false]) {
+      const message = `Interrupt me ${group ? 'at the terminal' : 'through cal'} [[cal:delay=8000]]`;
+      server.clearLog();
+      const bg = w.suite.spawnCal(['continue', handle, '--json', ...TIMEOUT, message]);
+      await until('the model to get the message', () => server.turnRequests().some((r) => r.lastUserMessage === message));
+      if (group) process.kill(-(bg.child.pid as number), 'SIGINT');
+      else bg.child.kill('SIGINT');
+      const run = await bg.done;
+      expect(run.code, run.stdout + run.stderr).toBe(11);
+      expect(JSON.parse(run.stdout).turn).toMatchObject({ status: 'interrupted' });
+      expect(server.turnRequests().filter((r) => r.lastUserMessage === message)).toHaveLength(1);
+    }
+    const next = await cal(['continue', handle, '--json', ...TIMEOUT, 'What was the codeword, after the interrupts?']);
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.json.turn).toMatchObject({ status: 'completed', answer: 'The codeword was FIG.' });
+  });
 });

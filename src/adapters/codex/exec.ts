@@ -1,6 +1,7 @@
 import { lstatSync } from 'node:fs';
 import { z } from '../../util/zod.js';
 import { CalError } from '../../errors.js';
+import { feedJsonLines } from '../json-lines.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
 import type { LaunchRequest, StructuredRunRequest, StructuredTurnResult } from '../types.js';
 import { runJsonlProcess } from '../structured-process.js';
@@ -124,16 +125,7 @@ export class ExecStreamReader {
 /** Parses `codex exec --json` stdout (one JSON event per line). */
 export function parseExecStream(stdout: string): ExecStream {
   const reader = new ExecStreamReader();
-  for (const line of stdout.split('\n')) {
-    if (!line.trim()) continue;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      value = undefined;
-    }
-    reader.feed(value);
-  }
+  feedJsonLines(stdout, (value) => reader.feed(value));
   return reader.stream;
 }
 

@@ -1,10 +1,10 @@
 import { z } from '../../util/zod.js';
 import { CalError } from '../../errors.js';
+import { feedJsonLines } from '../json-lines.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
 import type { LaunchRequest, StructuredRunRequest, StructuredTurnResult } from '../types.js';
 import { toolFromCall } from './transcript.js';
-import { parseJsonLines } from '../json-lines.js';
-import { runProcess } from '../run-process.js';
+import { runJsonlProcess } from '../structured-process.js';
 
 /**
  * Structured transport: one headless `gemini -p … -o stream-json` process per turn, with
@@ -46,30 +46,40 @@ export interface HeadlessStream {
   unknownEvents: number;
 }
 
-/** Parses `gemini -o stream-json` stdout (one JSON event per line). */
-export function parseHeadlessStream(stdout: string): HeadlessStream {
-  const out: HeadlessStream = { sessionId: null, ended: null, answer: null, error: null, warnings: [], tools: [], unknownEvents: 0 };
-  const calls = new Map<string, { name: string; args: unknown; status?: string; output?: string }>();
-  const order: string[] = [];
-  let text = '';
-  const { events, unknown } = parseJsonLines(stdout, StreamEvent);
-  out.unknownEvents = unknown;
-  for (const e of events) {
+/** Follows `gemini -o stream-json` events one at a time, as each stdout line completes. */
+export class HeadlessStreamReader {
+  sessionId: string | null = null;
+  ended: HeadlessStream['ended'] = null;
+  error: string | null = null;
+  readonly warnings: string[] = [];
+  unknownEvents = 0;
+  private readonly calls = new Map<string, { name: string; args: unknown; status?: string; output?: string }>();
+  private readonly order: string[] = [];
+  private text = '';
+
+  /** One parsed stdout line; `undefined` for a line that was not JSON. */
+  feed(value: unknown): void {
+    const parsed = value === undefined ? null : StreamEvent.safeParse(value);
+    if (!parsed?.success) {
+      this.unknownEvents++;
+      return;
+    }
+    const e = parsed.data;
     switch (e.type) {
       case 'init':
-        out.sessionId = e.session_id;
+        this.sessionId = e.session_id;
         break;
       case 'message':
-        if (e.role === 'assistant') text += e.content;
+        if (e.role === 'assistant') this.text += e.content;
         break;
       case 'tool_use':
         // Text before a tool call belongs to a response that went on with tools: not the answer.
-        text = '';
-        if (!calls.has(e.tool_id)) order.push(e.tool_id);
-        calls.set(e.tool_id, { name: e.tool_name, args: e.parameters ?? {} });
+        this.text = '';
+        if (!this.calls.has(e.tool_id)) this.order.push(e.tool_id);
+        this.calls.set(e.tool_id, { name: e.tool_name, args: e.parameters ?? {} });
         break;
       case 'tool_result': {
-        const call = calls.get(e.tool_id);
+        const call = this.calls.get(e.tool_id);
         if (call) {
           call.status = e.status;
           const output = e.output ?? e.error?.message;
@@ -78,20 +88,36 @@ export function parseHeadlessStream(stdout: string): HeadlessStream {
         break;
       }
       case 'error':
-        out.warnings.push(e.message);
+        this.warnings.push(e.message);
         break;
       case 'result':
-        out.ended = e.status === 'success' ? 'completed' : 'failed';
-        if (e.status !== 'success') out.error = e.error?.message ?? `Gemini CLI ended the turn with status ${e.status}`;
+        this.ended = e.status === 'success' ? 'completed' : 'failed';
+        if (e.status !== 'success') this.error = e.error?.message ?? `Gemini CLI ended the turn with status ${e.status}`;
         break;
     }
   }
-  out.answer = text.trim() === '' ? null : text;
-  out.tools = order.map((id) => {
-    const c = calls.get(id) as { name: string; args: unknown; status?: string; output?: string };
-    return toolFromCall({ id, name: c.name, args: c.args, ...(c.status ? { status: c.status } : {}), ...(c.output !== undefined ? { resultDisplay: c.output } : {}) });
-  });
-  return out;
+
+  get answer(): string | null {
+    return this.text.trim() === '' ? null : this.text;
+  }
+
+  get tools(): ToolActivity[] {
+    return this.order.map((id) => {
+      const c = this.calls.get(id) as { name: string; args: unknown; status?: string; output?: string };
+      return toolFromCall({ id, name: c.name, args: c.args, ...(c.status ? { status: c.status } : {}), ...(c.output !== undefined ? { resultDisplay: c.output } : {}) });
+    });
+  }
+
+  get stream(): HeadlessStream {
+    return { sessionId: this.sessionId, ended: this.ended, answer: this.answer, error: this.error, warnings: [...this.warnings], tools: this.tools, unknownEvents: this.unknownEvents };
+  }
+}
+
+/** Parses `gemini -o stream-json` stdout (one JSON event per line). */
+export function parseHeadlessStream(stdout: string): HeadlessStream {
+  const reader = new HeadlessStreamReader();
+  feedJsonLines(stdout, (value) => reader.feed(value));
+  return reader.stream;
 }
 
 /** The headless argv for one turn (after the approval and model flags every launch gets). */
@@ -118,31 +144,36 @@ export interface HeadlessRun {
 }
 
 export async function runHeadlessTurn(req: StructuredRunRequest, sessionId: string, run: HeadlessRun): Promise<StructuredTurnResult> {
-  // Items as Gemini reports them, before the turn ends (--stream): the complete lines so far.
+  const reader = new HeadlessStreamReader();
   const report = req.onProgress;
-  let seen = '';
-  const res = await runProcess(run.argv[0] as string, run.argv.slice(1), {
-    cwd: req.config.cwd,
+  // Gemini's stdout and stderr are files (structured-process.ts): a cal killed mid-turn leaves a
+  // Gemini that can still write, and so finishes the turn in its session file for `cal recover`
+  // (on a pipe nobody reads, a node CLI dies of EPIPE at its next write). The turn ends on its
+  // `result`: Gemini exits 94-175 ms after it (0.61.0, measured in a long-lived program), its
+  // session file already holding the answer; the next turn waits for that exit.
+  const res = await runJsonlProcess({
+    argv: run.argv,
     env: run.env,
-    // stdin closed: headless Gemini appends stdin to the prompt, and nothing is to be appended.
+    cwd: req.config.cwd,
+    // Empty: headless Gemini appends stdin to the prompt, and nothing is to be appended.
+    stdin: '',
     timeoutMs: req.timeoutMs,
-    maxBuffer: 256 << 20,
     // A cancel interrupts Gemini as Ctrl-C in its terminal would.
-    ...(req.signal ? { interrupt: req.signal } : {}),
+    ...(req.signal ? { signal: req.signal } : {}),
     ...(req.onSpawned ? { onSpawned: req.onSpawned } : {}),
-    onStdout: report
-      ? (chunk) => {
-          seen += chunk.toString('utf8');
-          const so = parseHeadlessStream(seen.slice(0, seen.lastIndexOf('\n') + 1));
-          report({ observation: so.sessionId ? { phase: 'running', turnKey: null } : { phase: 'waiting' }, tools: so.tools, partialAnswer: so.answer ?? '' });
-        }
-      : undefined,
+    onEvent(value) {
+      reader.feed(value);
+      report?.({ observation: reader.sessionId ? { phase: 'running', turnKey: null } : { phase: 'waiting' }, tools: reader.tools, partialAnswer: reader.answer ?? '' });
+    },
+    isEnded: () => reader.ended !== null,
+  }).catch((err: NodeJS.ErrnoException) => {
+    // The binary could not be started (ENOENT, EACCES …): anything else is not cal's to reword.
+    if (!err.syscall?.startsWith('spawn')) throw err;
+    throw new CalError('cli_missing', `could not run ${run.argv[0]} (${err.code ?? err.message}): reinstall it or start a new session`);
   });
-  if (res.spawnError) {
-    throw new CalError('cli_missing', `could not run ${run.argv[0]} (${res.spawnError.code ?? res.spawnError.message}): reinstall it or start a new session`);
-  }
   if (res.timedOut) throw new CalError('timeout', `gemini -p gave no end of turn within ${Math.round(req.timeoutMs / 1000)}s`);
-  const stream = parseHeadlessStream(res.stdout);
+  reader.unknownEvents += res.otherLines;
+  const stream = reader.stream;
   const why = stream.error ?? (lastStderrLine(res.stderr) || `exit status ${res.exitCode}`);
   if (!stream.sessionId) {
     // Exit 42: "Error resuming session" / "Invalid session identifier" (an id this home and folder do not hold).
@@ -152,11 +183,11 @@ export async function runHeadlessTurn(req: StructuredRunRequest, sessionId: stri
     if (res.signal) throw new CalError('lost', `gemini -p was ended by ${res.signal} before it started the session`);
     throw new CalError('turn_failed', `gemini -p failed before it started the session (exit ${res.exitCode}): ${why}`);
   }
-  const base = { sessionId: stream.sessionId, tools: stream.tools, transcriptPath: await run.transcript(stream.sessionId) };
+  const base = { sessionId: stream.sessionId, tools: stream.tools, transcriptPath: await run.transcript(stream.sessionId), cliRunning: res.running };
   if (res.signal === 'SIGINT' || (req.signal?.aborted && stream.ended !== 'completed')) {
     return { ...base, status: 'interrupted', answer: stream.answer, error: 'cancelled by the caller' };
   }
-  if (stream.ended === 'completed' && res.exitCode === 0) return { ...base, status: 'completed', answer: stream.answer, error: null };
+  if (stream.ended === 'completed' && (res.running || res.exitCode === 0)) return { ...base, status: 'completed', answer: stream.answer, error: null };
   if (stream.ended === 'failed' || (res.exitCode ?? 0) !== 0) return { ...base, status: 'failed', answer: null, error: why };
   throw new CalError(
     'internal',
