@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { timingMark } from '../util/timing.js';
+import { CalError } from '../errors.js';
 
 /**
  * One turn of a CLI in its JSON mode: one process, the message on stdin (no argv size limit:
@@ -294,4 +295,15 @@ export function lastStderrLine(stderr: string): string {
       .filter(Boolean)
       .at(-1) ?? ''
   );
+}
+
+/**
+ * For a run's `.catch`: a CLI binary that could not be started (ENOENT, EACCES …) is
+ * cli_missing; any other error is not cal's to reword and goes on as it is.
+ */
+export function cliMissingIfUnstarted(file: string): (err: NodeJS.ErrnoException) => never {
+  return (err) => {
+    if (!err.syscall?.startsWith('spawn')) throw err;
+    throw new CalError('cli_missing', `could not run ${file} (${err.code ?? err.message}): reinstall it or start a new session`);
+  };
 }

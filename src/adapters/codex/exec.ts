@@ -4,7 +4,7 @@ import { CalError } from '../../errors.js';
 import { feedJsonLines } from '../json-lines.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
 import type { LaunchRequest, StructuredRunRequest, StructuredTurnResult } from '../types.js';
-import { runJsonlProcess } from '../structured-process.js';
+import { cliMissingIfUnstarted, runJsonlProcess } from '../structured-process.js';
 import { commonOverrides } from './config.js';
 import { codexEnv } from './binary.js';
 import { codexHome, findRolloutById, sessionIdFromRolloutName } from './sessions.js';
@@ -277,11 +277,7 @@ export async function runExecTurn(req: StructuredRunRequest): Promise<Structured
       report?.({ observation: stream.threadId ? { phase: 'running', turnKey: null } : { phase: 'waiting' }, tools: stream.tools, partialAnswer: stream.answer ?? '' });
     },
     isEnded: () => stream.ended !== null,
-  }).catch((err: NodeJS.ErrnoException) => {
-    // The binary could not be started (ENOENT, EACCES …): anything else is not cal's to reword.
-    if (!err.syscall?.startsWith('spawn')) throw err;
-    throw new CalError('cli_missing', `could not run ${argv[0]} (${err.code ?? err.message}): reinstall it or start a new session`);
-  });
+  }).catch(cliMissingIfUnstarted(argv[0] as string));
   if (run.timedOut) {
     throw new CalError('timeout', `codex exec gave no end of turn within ${Math.round(req.timeoutMs / 1000)}s`);
   }

@@ -4,7 +4,7 @@ import { feedJsonLines } from '../json-lines.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
 import type { LaunchRequest, StructuredRunRequest, StructuredTurnResult } from '../types.js';
 import { toolFromCall } from './transcript.js';
-import { runJsonlProcess } from '../structured-process.js';
+import { cliMissingIfUnstarted, runJsonlProcess } from '../structured-process.js';
 
 /**
  * Structured transport: one headless `gemini -p … -o stream-json` process per turn, with
@@ -166,11 +166,7 @@ export async function runHeadlessTurn(req: StructuredRunRequest, sessionId: stri
       report?.({ observation: reader.sessionId ? { phase: 'running', turnKey: null } : { phase: 'waiting' }, tools: reader.tools, partialAnswer: reader.answer ?? '' });
     },
     isEnded: () => reader.ended !== null,
-  }).catch((err: NodeJS.ErrnoException) => {
-    // The binary could not be started (ENOENT, EACCES …): anything else is not cal's to reword.
-    if (!err.syscall?.startsWith('spawn')) throw err;
-    throw new CalError('cli_missing', `could not run ${run.argv[0]} (${err.code ?? err.message}): reinstall it or start a new session`);
-  });
+  }).catch(cliMissingIfUnstarted(run.argv[0] as string));
   if (res.timedOut) throw new CalError('timeout', `gemini -p gave no end of turn within ${Math.round(req.timeoutMs / 1000)}s`);
   reader.unknownEvents += res.otherLines;
   const stream = reader.stream;
