@@ -205,9 +205,10 @@ async function runPrintTurn(req: StructuredRunRequest, started?: HeldJsonlProces
   });
   if (run.timedOut) throw new CalError('timeout', `claude -p gave no result within ${Math.round(req.timeoutMs / 1000)}s`);
   const result = stream.result;
-  if (!result && stream.interrupted) {
-    // A SIGINT (Ctrl-C, or cal's cancel) mid-turn: claude -p records the interruption and ends
-    // with status 0 and no result event (measured on 2.1.328).
+  if (!result && (stream.interrupted || req.signal?.aborted)) {
+    // A SIGINT (Ctrl-C, or cal's cancel) mid-turn: claude -p ends with status 0 and no result
+    // event, most often after recording the interruption on stdout, but not always (2.1.328: a
+    // Ctrl-C to cal's whole group once ended it with neither), so the caller's cancel counts too.
     const id = stream.sessionId ?? sessionId;
     return { sessionId: id, tools: stream.tools, transcriptPath: await transcriptOf(req, id), status: 'interrupted', answer: null, error: 'claude -p was interrupted before its result' };
   }
