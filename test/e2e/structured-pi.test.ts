@@ -254,6 +254,35 @@ describe('Pi with --transport structured, end to end', () => {
     expect(server.turnRequests().filter((r) => r.lastUserMessage === message)).toHaveLength(1);
   });
 
+  async function interruptedContinue(message: string, group: boolean): Promise<{ code: number | null; stdout: string }> {
+    const child = spawn(process.execPath, [calBin, '--state-dir', state, 'continue', handle, '--json', ...TIMEOUT, message], { env, stdio: ['ignore', 'pipe', 'ignore'], detached: group });
+    let stdout = '';
+    child.stdout!.on('data', (d) => (stdout += d));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    await until(() => server.turnRequests().some((r) => r.lastUserMessage === message), 'the model to get the message');
+    if (group) process.kill(-(child.pid as number), 'SIGINT');
+    else child.kill('SIGINT');
+    return { code: await exited, stdout };
+  }
+
+  it('Ctrl-C during a turn, at a terminal (cal and pi both get SIGINT) or to cal alone (its cancel): the turn is interrupted (11), sent once, and the session goes on', async () => {
+    for (const group of [true, false]) {
+      const message = `Interrupt me ${group ? 'at the terminal' : 'through cal'} [[cal:delay=8000]]`;
+      server.clearLog();
+      const started = Date.now();
+      const run = await interruptedContinue(message, group);
+      expect(run.code, run.stdout).toBe(11);
+      expect(JSON.parse(run.stdout).turn).toMatchObject({ status: 'interrupted', answer: null });
+      // Cancelled, not waited out: the scripted model would answer after 8 s.
+      expect(Date.now() - started).toBeLessThan(7000);
+      expect(server.turnRequests().filter((r) => r.lastUserMessage === message)).toHaveLength(1);
+      expect((await inspect()).provider.cliProcess ?? null).toBeNull();
+    }
+    const next = await cal(['continue', handle, '--json', ...TIMEOUT, m2]);
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.json.turn).toMatchObject({ status: 'completed', answer: 'The codeword was GUAVA.' });
+  });
+
   it('when the session file is gone, continue is resume_unavailable (9), never a fresh start', async () => {
     const view = await inspect();
     const file = view.provider.transcript.path as string;

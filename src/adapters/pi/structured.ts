@@ -129,6 +129,7 @@ async function runJsonTurn(req: StructuredRunRequest): Promise<StructuredTurnRes
     stdin: delivery.stdin,
     timeoutMs: req.timeoutMs,
     ...(req.onSpawned ? { onSpawned: req.onSpawned } : {}),
+    ...(req.signal ? { signal: req.signal } : {}),
     onEvent(value) {
       stream.feed(value);
       report?.(stream);
@@ -140,6 +141,9 @@ async function runJsonTurn(req: StructuredRunRequest): Promise<StructuredTurnRes
   const base = { sessionId: stream.sessionId, tools: stream.tools, transcriptPath: sessionFile };
   const last = stream.last;
   if (!stream.ended || !last) {
+    // pi --mode json dies of a SIGINT (Ctrl-C, or cal's cancel) mid-turn without an agent_end
+    // (measured on 0.73.1): the caller's cancel, not a lost CLI.
+    if (run.signal === 'SIGINT' || req.signal?.aborted) return { ...base, status: 'interrupted', answer: null, error: 'pi was interrupted before the end of its run' };
     if (run.signal) throw new CalError('lost', `pi was ended by ${run.signal} before the run ended: ${why}`);
     throw new CalError('turn_failed', `pi --mode json ended (exit ${run.exitCode}) without agent_end (${stream.unknownEvents + run.otherLines} unrecognised lines): ${why}`);
   }
