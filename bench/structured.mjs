@@ -142,6 +142,7 @@ async function bench(provider) {
     const beforeMs = [];
     const cliMs = [];
     const afterMs = [];
+    const heldMs = [];
     const nativeMs = [];
     for (let i = 0; i < TURNS; i++) {
       const message = `What was the codeword? (${i})`;
@@ -164,9 +165,11 @@ async function bench(provider) {
         beforeMs.push(marks['structured-spawned'] - started);
         cliMs.push(marks['structured-exited'] - marks['structured-spawned']);
         afterMs.push(started + c.ms - marks['structured-exited']);
+        // A CLI started ahead of its message (Claude): how long it held before cal sent it.
+        if (marks['structured-sent']) heldMs.push(marks['structured-sent'] - marks['structured-spawned']);
       }
     }
-    return { provider, version: pinned.version, calMs, bareMs, nativeMs, beforeMs, cliMs, afterMs };
+    return { provider, version: pinned.version, calMs, bareMs, nativeMs, beforeMs, cliMs, afterMs, heldMs };
   } finally {
     await server.close();
     // cal returns on Claude's result while its claude -p still writes its last files (it exits
@@ -193,6 +196,7 @@ for (const provider of providers) {
   console.log(`  cal continue (structured)  ${fmt(r.calMs)}`);
   if (r.cliMs.length) {
     console.log(`    cal before the CLI's spawn  median ${median(r.beforeMs).toFixed(0)} ms`);
+    if (r.heldMs.length) console.log(`    its spawn to cal's send     median ${median(r.heldMs).toFixed(0)} ms (started ahead, while cal records the turn)`);
     console.log(`    the CLI under cal           median ${median(r.cliMs).toFixed(0)} ms`);
     console.log(`    cal after the CLI's end     median ${median(r.afterMs).toFixed(0)} ms (its exit; Claude: its result)`);
   }

@@ -250,6 +250,7 @@ export function startJsonlProcess(launch: JsonlLaunch): HeldJsonlProcess {
       if (state !== 'waiting') throw new Error(`a held CLI process was already ${state}`);
       state = 'sent';
       stdin?.end(input);
+      timingMark('structured-sent');
       return follow(proc, req);
     },
     discard() {
