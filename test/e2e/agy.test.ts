@@ -2,7 +2,7 @@ import { realpathSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { baseEnv, runCal, scratchDir, type CalRun } from '../support/cal.js';
+import { baseEnv, interruptedCal, runCal, scratchDir, type CalRun } from '../support/cal.js';
 import { allFiles, fakeCli, readLog } from '../support/structured-fakes.js';
 
 /**
@@ -98,6 +98,23 @@ describe('agy (structured) against a stand-in of the documented agy', () => {
     expect(errorResult.json.error.message).toBe('the turn failed: the model returned an error for this request');
     const recall = await cal(['continue', 'pear', 'What was the codeword?']);
     expect(recall.stdout.trim()).toBe('The codeword was PEAR.');
+  });
+
+  it('Ctrl-C during a turn, to the group (cal and agy) or to cal alone (its cancel): interrupted (11), the turn ran once, and the session goes on', async () => {
+    const work = await newWork();
+    expect((await start(work, 'Remember the codeword ALDER.', '--name', 'alder')).code).toBe(0);
+    for (const group of [true, false]) {
+      const message = `Interrupt me ${group ? 'at the terminal' : 'through cal'} [[fake:delay=8000]]`;
+      const mark = await logLength();
+      const run = await interruptedCal(state, ['continue', 'alder', '--json', message], env, { group, running: async () => (await turns(mark)).length > 0 });
+      expect(run.code, run.stdout).toBe(11);
+      expect(JSON.parse(run.stdout).turn).toMatchObject({ status: 'interrupted', answer: null });
+      // Cancelled, not waited out: the stand-in would answer after 8 s.
+      expect(run.ms).toBeLessThan(7000);
+      expect((await turns(mark)).map((t) => t.argv.at(-1))).toEqual([message]);
+    }
+    const recall = await cal(['continue', 'alder', 'What was the codeword?']);
+    expect(recall.stdout.trim()).toBe('The codeword was ALDER.');
   });
 
   it('a first turn that fails after init keeps the conversation agy named, and the next turn resumes it', async () => {

@@ -3,7 +3,7 @@ import { realpathSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { baseEnv, runCal, scratchDir, type CalRun } from '../support/cal.js';
+import { baseEnv, interruptedCal, runCal, scratchDir, type CalRun } from '../support/cal.js';
 import { allFiles, fakeCli, kill9, readLog, spawnCal, until } from '../support/structured-fakes.js';
 
 /**
@@ -205,6 +205,23 @@ describe('cursor (structured) against a stand-in of the documented cursor-agent'
     expect((await turns(mark)).map((t) => t.argv.at(-1))).toEqual(['What was the codeword?']);
     const statuses = (await cal(['inspect', 'ember', '--json'])).json.turns.filter((t: any) => t.message === 'What was the codeword?').map((t: any) => t.status);
     expect(statuses).toEqual(['lost', 'completed']);
+  });
+
+  it('Ctrl-C during a turn, to the group (cal and cursor-agent) or to cal alone (its cancel): interrupted (11), the turn ran once, and the session goes on', async () => {
+    const work = await newWork();
+    expect((await start(work, 'Remember the codeword LARCH.', '--name', 'larch')).code).toBe(0);
+    for (const group of [true, false]) {
+      const message = `Interrupt me ${group ? 'at the terminal' : 'through cal'} [[fake:delay=8000]]`;
+      const mark = await logLength();
+      const run = await interruptedCal(state, ['continue', 'larch', '--json', message], env, { group, running: async () => (await turns(mark)).length > 0 });
+      expect(run.code, run.stdout).toBe(11);
+      expect(JSON.parse(run.stdout).turn).toMatchObject({ status: 'interrupted', answer: null });
+      // Cancelled, not waited out: the stand-in would answer after 8 s.
+      expect(run.ms).toBeLessThan(7000);
+      expect((await turns(mark)).map((t) => t.argv.at(-1))).toEqual([message]);
+    }
+    const recall = await cal(['continue', 'larch', 'What was the codeword?']);
+    expect(recall.stdout.trim()).toBe('The codeword was LARCH.');
   });
 
   it('certify: offline it says plainly that Cursor needs the real CLI and a login (exit 8); --live runs the structured certifications; inspect says "uncertified here" until a live run passed', async () => {

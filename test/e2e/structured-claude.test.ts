@@ -8,7 +8,7 @@ import { allowProbeToolInProject } from '../../src/certify/fixtures.js';
 import { mcpProbeSource } from '../../src/certify/mcp-probe.js';
 import { startRecordingProxy } from '../../src/certify/recording-proxy.js';
 import type { ModelServer } from '../../src/model/server.js';
-import { handleFromStderr, runCal, type CalRun } from '../support/cal.js';
+import { handleFromStderr, interruptedCal, runCal, type CalRun } from '../support/cal.js';
 import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 import { calBin, pinnedCli } from '../support/clis.js';
 import { processExists } from '../support/structured-fakes.js';
@@ -345,24 +345,15 @@ describe('Claude Code with --transport structured, end to end', () => {
   });
 
   /** `cal continue` of a slow message, interrupted once the model has it: by `signal` to cal alone, or to its whole process group (a Ctrl-C at a terminal, which claude -p gets too). */
-  async function interruptedContinue(message: string, group: boolean): Promise<{ code: number | null; stdout: string }> {
-    const child = spawn(process.execPath, [calBin, '--state-dir', suite.state, 'continue', handle, '--json', ...TIMEOUT, message], { env: suite.env, stdio: ['ignore', 'pipe', 'ignore'], detached: group });
-    let stdout = '';
-    child.stdout!.on('data', (d) => (stdout += d));
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-    await until(() => server.turnRequests().some((r) => r.lastUserMessage === message), 'the model to get the message');
-    if (group) process.kill(-(child.pid as number), 'SIGINT');
-    else child.kill('SIGINT');
-    return { code: await exited, stdout };
-  }
-
   it('Ctrl-C during a turn, at a terminal (cal and claude -p both get SIGINT) or to cal alone (its cancel): the turn is interrupted (11), sent once, and the session goes on', async () => {
     for (const group of [true, false]) {
       const message = `Interrupt me ${group ? 'at the terminal' : 'through cal'} [[cal:delay=8000]]`;
       server.clearLog();
-      const run = await interruptedContinue(message, group);
+      const run = await interruptedCal(suite.state, ['continue', handle, '--json', ...TIMEOUT, message], suite.env, { group, running: () => server.turnRequests().some((r) => r.lastUserMessage === message) });
       expect(run.code, run.stdout).toBe(11);
       expect(JSON.parse(run.stdout).turn).toMatchObject({ status: 'interrupted', answer: null });
+      // Cancelled, not waited out: the scripted model would answer after 8 s.
+      expect(run.ms).toBeLessThan(7000);
       expect(server.turnRequests().filter((r) => r.lastUserMessage === message)).toHaveLength(1);
     }
     const next = await cal(['continue', handle, '--json', ...TIMEOUT, 'What was the codeword, after the interrupts?']);

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mcpProbeSource } from '../../src/certify/mcp-probe.js';
 import { startRecordingProxy } from '../../src/certify/recording-proxy.js';
 import { startModelServer, type ModelServer } from '../../src/model/server.js';
-import { handleFromStderr, runCal, type CalRun } from '../support/cal.js';
+import { handleFromStderr, interruptedCal, runCal, type CalRun } from '../support/cal.js';
 import { calBin, cliBin, pinnedCli } from '../support/clis.js';
 import { makePiHome, type ModelCliHome } from '../support/model-homes.js';
 
@@ -254,27 +254,15 @@ describe('Pi with --transport structured, end to end', () => {
     expect(server.turnRequests().filter((r) => r.lastUserMessage === message)).toHaveLength(1);
   });
 
-  async function interruptedContinue(message: string, group: boolean): Promise<{ code: number | null; stdout: string }> {
-    const child = spawn(process.execPath, [calBin, '--state-dir', state, 'continue', handle, '--json', ...TIMEOUT, message], { env, stdio: ['ignore', 'pipe', 'ignore'], detached: group });
-    let stdout = '';
-    child.stdout!.on('data', (d) => (stdout += d));
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-    await until(() => server.turnRequests().some((r) => r.lastUserMessage === message), 'the model to get the message');
-    if (group) process.kill(-(child.pid as number), 'SIGINT');
-    else child.kill('SIGINT');
-    return { code: await exited, stdout };
-  }
-
   it('Ctrl-C during a turn, at a terminal (cal and pi both get SIGINT) or to cal alone (its cancel): the turn is interrupted (11), sent once, and the session goes on', async () => {
     for (const group of [true, false]) {
       const message = `Interrupt me ${group ? 'at the terminal' : 'through cal'} [[cal:delay=8000]]`;
       server.clearLog();
-      const started = Date.now();
-      const run = await interruptedContinue(message, group);
+      const run = await interruptedCal(state, ['continue', handle, '--json', ...TIMEOUT, message], env, { group, running: () => server.turnRequests().some((r) => r.lastUserMessage === message) });
       expect(run.code, run.stdout).toBe(11);
       expect(JSON.parse(run.stdout).turn).toMatchObject({ status: 'interrupted', answer: null });
       // Cancelled, not waited out: the scripted model would answer after 8 s.
-      expect(Date.now() - started).toBeLessThan(7000);
+      expect(run.ms).toBeLessThan(7000);
       expect(server.turnRequests().filter((r) => r.lastUserMessage === message)).toHaveLength(1);
       expect((await inspect()).provider.cliProcess ?? null).toBeNull();
     }

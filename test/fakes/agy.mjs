@@ -26,7 +26,9 @@
 //   FAKE_AGY_VERSION=<v>      the release it behaves as (default 1.2.14)
 // and directives in the prompt: [[fake:fail]] (stderr + exit 1, no result), [[fake:error-result]]
 // (a result whose status is not SUCCESS), [[fake:shell=<command>]] (a preamble, a tool step, the
-// answer) and [[fake:empty-response]] (result.response empty, as after some tool turns).
+// answer), [[fake:empty-response]] (result.response empty, as after some tool turns) and
+// [[fake:delay=<ms>]] (a slow model: the turn waits that long after its user step; the stand-in
+// has no SIGINT handler of its own, so a Ctrl-C meanwhile ends it by the signal).
 // The answer: "I will remember the codeword X." / "The codeword was X." (from the conversation's
 // own history) / "You said: <prompt>".
 import { execSync } from 'node:child_process';
@@ -132,6 +134,8 @@ emit({ event: 'init', conversation_id: id, init: { model: opts.model ?? 'default
 step({ step_index: stepIndex, state: 'DONE', step_type: 'user_input', text_delta: prompt });
 logStep('USER_INPUT', 'USER', prompt);
 stepIndex++;
+const slow = /\[\[fake:delay=(\d+)\]\]/.exec(prompt);
+if (slow) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Number(slow[1]));
 
 if (/\[\[fake:fail\]\]/.test(prompt)) fail('Error: the language server closed the stream (a failed turn)');
 if (/\[\[fake:error-result\]\]/.test(prompt)) {

@@ -28,7 +28,9 @@
 //   FAKE_CURSOR_AUTH=logged-out   no stored login: only CURSOR_API_KEY signs in
 //   FAKE_CURSOR_TRUST=ignored     a release that refuses an untrusted folder even with --trust
 // and directives in the prompt: [[fake:fail]] (stderr + exit 1, no result), [[fake:error-result]]
-// (a result with is_error), [[fake:shell=<command>]] (a preamble, a shell tool call, the answer).
+// (a result with is_error), [[fake:shell=<command>]] (a preamble, a shell tool call, the answer),
+// [[fake:delay=<ms>]] (a slow model: the turn waits that long after its user event; the stand-in
+// has no SIGINT handler of its own, so a Ctrl-C meanwhile ends it by the signal).
 // The answer: "I will remember the codeword X." / "The codeword was X." (from the chat's own
 // history) / "You said: <prompt>".
 import { execSync } from 'node:child_process';
@@ -203,6 +205,8 @@ const started = Date.now();
 const session = { session_id: chatId };
 emit({ type: 'system', subtype: 'init', apiKeySource: env.CURSOR_API_KEY ? 'env' : 'login', cwd: workspace, session_id: chatId, model: opts['--model'] ?? 'Auto', permissionMode: 'default' });
 emit({ type: 'user', message: { role: 'user', content: [{ type: 'text', text: prompt }] }, ...session });
+const slow = /\[\[fake:delay=(\d+)\]\]/.exec(prompt);
+if (slow) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Number(slow[1]));
 
 if (/\[\[fake:fail\]\]/.test(prompt)) {
   fail('Error: stream closed: the connection to the agent ended unexpectedly (a failed turn)');

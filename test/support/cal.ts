@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -64,4 +65,24 @@ export async function killStateTmux(stateDir: string): Promise<void> {
   const { tmuxSocketFor } = await import('../../src/engine/tmux-socket.js');
   const socket = await tmuxSocketFor(path.join(stateDir, 'tmux'));
   await execa('tmux', ['-S', socket, 'kill-server'], { reject: false });
+}
+
+/**
+ * A `cal … --json` run that gets SIGINT once `running()` holds: to its whole process group (a
+ * Ctrl-C at a terminal reaches cal and the CLI it runs) or to cal alone (cal's own cancel).
+ */
+export async function interruptedCal(state: string, args: string[], env: Record<string, string>, opts: { group: boolean; running: () => Promise<boolean> }): Promise<{ code: number | null; stdout: string; ms: number }> {
+  const started = Date.now();
+  const child = spawn(process.execPath, [calBin, '--state-dir', state, ...args], { env, stdio: ['ignore', 'pipe', 'ignore'], detached: opts.group });
+  let stdout = '';
+  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  for (let i = 0; !(await opts.running()); i++) {
+    if (i > 600) throw new Error('timed out waiting for the CLI to get the message');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  if (opts.group) process.kill(-(child.pid as number), 'SIGINT');
+  else child.kill('SIGINT');
+  const code = await exited;
+  return { code, stdout, ms: Date.now() - started };
 }

@@ -106,6 +106,8 @@ export async function runAgyTurn(req: StructuredRunRequest): Promise<StructuredT
   const base = { sessionId: id, tools: stream.tools, transcriptPath: conversationFile(req.env, id) };
   if (completed) return { ...base, status: 'completed', answer: stream.answer, error: null };
   const why = stream.failure ?? `agy ended${stream.result ? '' : ' without a result event'} with exit status ${run.exitCode ?? 'unknown'}${said ? `: ${said}` : ''}`;
-  if (run.signal === 'SIGINT' && req.signal?.aborted) return { ...base, status: 'interrupted', answer: null, error: why };
+  // How agy ends on a SIGINT is not documented (its own status, or the signal): a turn without
+  // its result that cal cancelled, or that a SIGINT ended, was interrupted, as for the other CLIs.
+  if (run.signal === 'SIGINT' || req.signal?.aborted) return { ...base, status: 'interrupted', answer: null, error: why };
   return { ...base, status: 'failed', answer: null, error: why };
 }

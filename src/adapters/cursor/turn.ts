@@ -118,7 +118,9 @@ export async function runCursorTurn(req: StructuredRunRequest): Promise<Structur
   if (completed) return { ...base, status: 'completed', answer: stream.answer, error: null };
 
   const why = failureText(stream, run.exitCode, said);
-  if (run.signal === 'SIGINT' && req.signal?.aborted) return { ...base, status: 'interrupted', answer: null, error: why };
+  // How cursor-agent ends on a SIGINT is not documented (its own status, or the signal): a turn without
+  // its result that cal cancelled, or that a SIGINT ended, was interrupted, as for the other CLIs.
+  if (run.signal === 'SIGINT' || req.signal?.aborted) return { ...base, status: 'interrupted', answer: null, error: why };
   // Nothing of the chat on disk: the CLI recorded no turn, so the session stays without a native
   // id and the next turn starts it afresh (it is not a silent restart of a conversation).
   if (!chatDir) throw new CalError('turn_failed', `cursor-agent failed before it recorded anything of the chat: ${why}`);
