@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claudeCodeVersions } from '../../src/adapters/claude-code/index.js';
 import { codexVersions } from '../../src/adapters/codex/index.js';
+import { geminiVersions } from '../../src/adapters/gemini/index.js';
 import { baseEnv, handleFromStderr, runCal, scratchDir } from '../support/cal.js';
 import { matrixBin, matrixVersions, missingMatrix, type MatrixProvider } from '../support/cli-matrix.js';
 import { cliSuite, type CliSuite } from '../support/cli-suite.js';
@@ -41,8 +42,11 @@ describe('the version matrix matches what the adapters declare', () => {
     expect(matrixVersions('claude-code').at(-1)).toBe(claudeCodeVersions.certified);
     expect(matrixVersions('codex')[0]).toBe(codexVersions.floor);
     expect(matrixVersions('codex').at(-1)).toBe(codexVersions.certified);
+    expect(matrixVersions('gemini')[0]).toBe(geminiVersions.floor);
+    expect(matrixVersions('gemini').at(-1)).toBe(geminiVersions.certified);
     requireMatrix('claude-code');
     requireMatrix('codex');
+    requireMatrix('gemini');
   });
 });
 
@@ -72,6 +76,20 @@ describe('a release below the floor', () => {
     expect(plain.stderr).toMatch(/^cal: cli_unsupported: Claude Code 1\.0\.128 .* older than /m);
     const list = await runCal(['--state-dir', state, 'inspect', '--json'], { env });
     expect(JSON.stringify(list.json)).not.toContain('claude-code');
+  });
+
+  it('Gemini CLI 0.40.0 (no --session-id) is cli_unsupported (16) naming the floor, on either transport, before any handle exists', async () => {
+    const fake = path.join(root, 'gemini');
+    await fs.writeFile(fake, '#!/bin/sh\necho "0.40.0"\n', { mode: 0o755 });
+    const state = path.join(root, 'state-gemini');
+    const env = baseEnv({ HOME: path.join(root, 'home') });
+    for (const transport of ['tmux', 'structured']) {
+      const run = await runCal(['--state-dir', state, 'start', '--provider', 'gemini', '--transport', transport, '--cli-path', fake, '--json', 'hello'], { env });
+      expect(run.code, run.stdout).toBe(16);
+      expect(run.json.error).toMatchObject({ kind: 'cli_unsupported', actual: '0.40.0', expected: `>=${geminiVersions.floor}` });
+    }
+    const list = await runCal(['--state-dir', state, 'inspect', '--json'], { env });
+    expect(JSON.stringify(list.json)).not.toContain('gemini');
   });
 });
 
@@ -142,6 +160,37 @@ describe.each(oldestAndNewest('codex'))('Codex %s through cal', (version) => {
 
   it.skipIf(skip)('start → paste → kill-tmux → native resume → recall', async () => {
     await loop(s, 'codex', matrixBin('codex', version));
+  }, 300_000);
+});
+
+// Gemini: the tmux loop on every matrix release, and the structured transport (one `gemini -p`
+// per turn, resumed by the id chosen up front) on the oldest.
+describe.each(matrixVersions('gemini'))('Gemini CLI %s through cal', (version) => {
+  const skip = !installed('gemini', version);
+  let s: CliSuite;
+  beforeAll(async () => {
+    if (!skip) s = await cliSuite('gemini', { prefix: `gemini-${version}` });
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it.skipIf(skip)('start → paste → kill-tmux → native resume → recall', async () => {
+    await loop(s, 'gemini', matrixBin('gemini', version));
+  }, 300_000);
+
+  it.skipIf(skip || version !== matrixVersions('gemini')[0])('structured: start → continue → recall, the model seeing each earlier turn once', async () => {
+    const start = await s.cal(['start', '--provider', 'gemini', '--transport', 'structured', '--cli-path', matrixBin('gemini', version), '--cwd', s.work, ...TIMEOUT, 'Remember the codeword PAPAYA.']);
+    expect(start.code, start.stderr).toBe(0);
+    expect(start.stdout.trim()).toBe('OK, I will remember the codeword PAPAYA.');
+    const handle = handleFromStderr(start.stderr)!;
+    s.server.clearLog();
+    const next = await s.cal(['continue', handle, '--json', ...TIMEOUT, 'What was the codeword?']);
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.json.turn).toMatchObject({ status: 'completed', answer: 'The codeword was PAPAYA.' });
+    const request = s.server.turnRequests().at(-1)!;
+    expect(request.userMessages.filter((m) => m.includes('Remember the codeword PAPAYA.'))).toHaveLength(1);
+    expect(request.userMessages.filter((m) => m === 'What was the codeword?')).toHaveLength(1);
   }, 300_000);
 });
 

@@ -6,7 +6,7 @@ import { cliBin, pinnedCli, repoRoot } from './clis.js';
  * The version matrix (cli-matrix.json): releases beyond the pinned devDependencies, installed by
  * scripts/install-cli-matrix.mjs (and .ci/run) into .tmp/clis/<provider>-<version>.
  */
-export type MatrixProvider = 'claude-code' | 'codex';
+export type MatrixProvider = 'claude-code' | 'codex' | 'gemini';
 
 interface MatrixEntry {
   package: string;
@@ -18,7 +18,8 @@ interface MatrixEntry {
 
 export const cliMatrix = JSON.parse(readFileSync(path.join(repoRoot, 'test', 'support', 'cli-matrix.json'), 'utf8')) as Record<MatrixProvider, MatrixEntry>;
 
-const pinnedOf: Record<MatrixProvider, { bin: string; version: string }> = { 'claude-code': pinnedCli.claude, codex: pinnedCli.codex };
+const pinnedOf: Record<MatrixProvider, { bin: string; version: string }> = { 'claude-code': pinnedCli.claude, codex: pinnedCli.codex, gemini: pinnedCli.gemini };
+const pinnedBin: Record<MatrixProvider, 'claude' | 'codex' | 'gemini'> = { 'claude-code': 'claude', codex: 'codex', gemini: 'gemini' };
 
 /** Every release the matrix certifies for a provider, oldest first, the pinned one included. */
 export function matrixVersions(provider: MatrixProvider): string[] {
@@ -28,7 +29,7 @@ export function matrixVersions(provider: MatrixProvider): string[] {
 
 /** Where a matrix release is installed (the pinned one is the project's own). */
 export function matrixBin(provider: MatrixProvider, version: string): string {
-  if (version === pinnedOf[provider].version) return cliBin(provider === 'claude-code' ? 'claude' : 'codex');
+  if (version === pinnedOf[provider].version) return cliBin(pinnedBin[provider]);
   return path.join(repoRoot, '.tmp', 'clis', `${provider}-${version}`, 'node_modules', '.bin', cliMatrix[provider].bin);
 }
 

@@ -55,8 +55,12 @@ const geminiEnv = {
   GEMINI_CLI_NO_RELAUNCH: 'true',
 } as const;
 
-/** Only the pinned release has been measured: it is both the floor and the newest certified. */
-export const geminiVersions: SupportedVersions = { floor: '0.61.0', certified: '0.61.0' };
+/**
+ * The floor is the first release with `--session-id` (0.41.0; 0.40.0's `--help` has none, and
+ * the id chosen up front is how cal names a session before it has a transcript): 0.41.0, 0.51.0,
+ * 0.58.0 and the pinned 0.61.0 passed the full certification here (docs/certify.md).
+ */
+export const geminiVersions: SupportedVersions = { floor: '0.41.0', certified: '0.61.0' };
 
 /** cal's tool policies as Gemini approval modes. */
 /**
