@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claudeCodeVersions } from '../../src/adapters/claude-code/index.js';
 import { codexVersions } from '../../src/adapters/codex/index.js';
 import { geminiVersions } from '../../src/adapters/gemini/index.js';
+import { piVersions } from '../../src/adapters/pi/index.js';
 import { baseEnv, handleFromStderr, runCal, scratchDir } from '../support/cal.js';
 import { matrixBin, matrixVersions, missingMatrix, type MatrixProvider } from '../support/cli-matrix.js';
 import { cliSuite, type CliSuite } from '../support/cli-suite.js';
@@ -44,9 +45,12 @@ describe('the version matrix matches what the adapters declare', () => {
     expect(matrixVersions('codex').at(-1)).toBe(codexVersions.certified);
     expect(matrixVersions('gemini')[0]).toBe(geminiVersions.floor);
     expect(matrixVersions('gemini').at(-1)).toBe(geminiVersions.certified);
+    expect(matrixVersions('pi')[0]).toBe(piVersions.floor);
+    expect(matrixVersions('pi').at(-1)).toBe(piVersions.certified);
     requireMatrix('claude-code');
     requireMatrix('codex');
     requireMatrix('gemini');
+    requireMatrix('pi');
   });
 });
 
@@ -163,24 +167,28 @@ describe.each(oldestAndNewest('codex'))('Codex %s through cal', (version) => {
   }, 300_000);
 });
 
-// Gemini: the tmux loop on every matrix release, and the structured transport (one `gemini -p`
-// per turn, resumed by the id chosen up front) on the oldest.
-describe.each(matrixVersions('gemini'))('Gemini CLI %s through cal', (version) => {
-  const skip = !installed('gemini', version);
+// Gemini and Pi: the tmux loop on every matrix release, and the structured transport (one CLI
+// process per turn, resumed natively) on the oldest.
+const nodeClis = [
+  ['gemini', 'Gemini CLI'],
+  ['pi', 'Pi'],
+] as const;
+describe.each(nodeClis.flatMap(([provider, name]) => matrixVersions(provider).map((version) => [name, version, provider] as const)))('%s %s through cal', (_name, version, provider) => {
+  const skip = !installed(provider, version);
   let s: CliSuite;
   beforeAll(async () => {
-    if (!skip) s = await cliSuite('gemini', { prefix: `gemini-${version}` });
+    if (!skip) s = await cliSuite(provider, { prefix: `${provider}-${version}` });
   });
   afterAll(async () => {
     await s?.close();
   });
 
   it.skipIf(skip)('start → paste → kill-tmux → native resume → recall', async () => {
-    await loop(s, 'gemini', matrixBin('gemini', version));
+    await loop(s, provider, matrixBin(provider, version));
   }, 300_000);
 
-  it.skipIf(skip || version !== matrixVersions('gemini')[0])('structured: start → continue → recall, the model seeing each earlier turn once', async () => {
-    const start = await s.cal(['start', '--provider', 'gemini', '--transport', 'structured', '--cli-path', matrixBin('gemini', version), '--cwd', s.work, ...TIMEOUT, 'Remember the codeword PAPAYA.']);
+  it.skipIf(skip || version !== matrixVersions(provider)[0])('structured: start → continue → recall, the model seeing each earlier turn once', async () => {
+    const start = await s.cal(['start', '--provider', provider, '--transport', 'structured', '--cli-path', matrixBin(provider, version), '--cwd', s.work, ...TIMEOUT, 'Remember the codeword PAPAYA.']);
     expect(start.code, start.stderr).toBe(0);
     expect(start.stdout.trim()).toBe('OK, I will remember the codeword PAPAYA.');
     const handle = handleFromStderr(start.stderr)!;

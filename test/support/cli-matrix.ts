@@ -6,7 +6,7 @@ import { cliBin, pinnedCli, repoRoot } from './clis.js';
  * The version matrix (cli-matrix.json): releases beyond the pinned devDependencies, installed by
  * scripts/install-cli-matrix.mjs (and .ci/run) into .tmp/clis/<provider>-<version>.
  */
-export type MatrixProvider = 'claude-code' | 'codex' | 'gemini';
+export type MatrixProvider = 'claude-code' | 'codex' | 'gemini' | 'pi';
 
 interface MatrixEntry {
   package: string;
@@ -18,8 +18,8 @@ interface MatrixEntry {
 
 export const cliMatrix = JSON.parse(readFileSync(path.join(repoRoot, 'test', 'support', 'cli-matrix.json'), 'utf8')) as Record<MatrixProvider, MatrixEntry>;
 
-const pinnedOf: Record<MatrixProvider, { bin: string; version: string }> = { 'claude-code': pinnedCli.claude, codex: pinnedCli.codex, gemini: pinnedCli.gemini };
-const pinnedBin: Record<MatrixProvider, 'claude' | 'codex' | 'gemini'> = { 'claude-code': 'claude', codex: 'codex', gemini: 'gemini' };
+const pinnedOf: Record<MatrixProvider, { bin: string; version: string }> = { 'claude-code': pinnedCli.claude, codex: pinnedCli.codex, gemini: pinnedCli.gemini, pi: pinnedCli.pi };
+const pinnedBin: Record<MatrixProvider, 'claude' | 'codex' | 'gemini' | 'pi'> = { 'claude-code': 'claude', codex: 'codex', gemini: 'gemini', pi: 'pi' };
 
 /** Every release the matrix certifies for a provider, oldest first, the pinned one included. */
 export function matrixVersions(provider: MatrixProvider): string[] {

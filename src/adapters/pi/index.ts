@@ -24,10 +24,12 @@ import { classifyRecord, normaliseForMatch, PiTurnObserver, SessionHeader } from
  * for the working directory (so Pi's own `/resume` lists it).
  */
 /**
- * Only the pinned release has been proven (docs/certify.md, "Version matrix"): it is both the
- * floor and the newest certified until older and newer releases are measured.
+ * The floor is the oldest release that passed every certification here (docs/certify.md, "How
+ * the floors were measured"): 0.68.1, the first whose model requests carry its session id
+ * (`sendSessionAffinityHeaders`), which CertParallelIsolation needs to tell two sessions apart;
+ * 0.67.68 and older fail that one certification. 0.68.1, 0.70.6 and the pinned 0.73.1 pass all.
  */
-export const piVersions: SupportedVersions = { floor: '0.73.1', certified: '0.73.1' };
+export const piVersions: SupportedVersions = { floor: '0.68.1', certified: '0.73.1' };
 
 export const piAdapter: CliAdapter = {
   name: 'pi',
