@@ -187,7 +187,9 @@ describe.each(nodeClis.flatMap(([provider, name]) => matrixVersions(provider).ma
     await loop(s, provider, matrixBin(provider, version));
   }, 300_000);
 
-  it.skipIf(skip || version !== matrixVersions(provider)[0])('structured: start → continue → recall, the model seeing each earlier turn once', async () => {
+  // Defined for the oldest release only: the pinned one has its own structured suite.
+  if (version !== matrixVersions(provider)[0]) return;
+  it.skipIf(skip)('structured: start → continue → recall, the model seeing each earlier turn once', async () => {
     const start = await s.cal(['start', '--provider', provider, '--transport', 'structured', '--cli-path', matrixBin(provider, version), '--cwd', s.work, ...TIMEOUT, 'Remember the codeword PAPAYA.']);
     expect(start.code, start.stderr).toBe(0);
     expect(start.stdout.trim()).toBe('OK, I will remember the codeword PAPAYA.');
