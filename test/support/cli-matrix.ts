@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { cliBin, pinnedCli, repoRoot } from './clis.js';
+import { cliBin, pinnedCli, pinnedCliOf, repoRoot } from './clis.js';
 
 /**
  * The version matrix (cli-matrix.json): releases beyond the pinned devDependencies, installed by
@@ -18,18 +18,17 @@ interface MatrixEntry {
 
 export const cliMatrix = JSON.parse(readFileSync(path.join(repoRoot, 'test', 'support', 'cli-matrix.json'), 'utf8')) as Record<MatrixProvider, MatrixEntry>;
 
-const pinnedOf: Record<MatrixProvider, { bin: string; version: string }> = { 'claude-code': pinnedCli.claude, codex: pinnedCli.codex, gemini: pinnedCli.gemini, pi: pinnedCli.pi };
-const pinnedBin: Record<MatrixProvider, 'claude' | 'codex' | 'gemini' | 'pi'> = { 'claude-code': 'claude', codex: 'codex', gemini: 'gemini', pi: 'pi' };
+const pinnedOf = (provider: MatrixProvider) => pinnedCli[pinnedCliOf[provider]];
 
 /** Every release the matrix certifies for a provider, oldest first, the pinned one included. */
 export function matrixVersions(provider: MatrixProvider): string[] {
-  const all = new Set([...cliMatrix[provider].versions, pinnedOf[provider].version]);
+  const all = new Set([...cliMatrix[provider].versions, pinnedOf(provider).version]);
   return [...all].sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
 }
 
 /** Where a matrix release is installed (the pinned one is the project's own). */
 export function matrixBin(provider: MatrixProvider, version: string): string {
-  if (version === pinnedOf[provider].version) return cliBin(pinnedBin[provider]);
+  if (version === pinnedOf(provider).version) return cliBin(pinnedCliOf[provider]);
   return path.join(repoRoot, '.tmp', 'clis', `${provider}-${version}`, 'node_modules', '.bin', cliMatrix[provider].bin);
 }
 

@@ -7,7 +7,7 @@ import { geminiAdapter } from '../../src/adapters/gemini/index.js';
 import { tmuxSocketFor } from '../../src/engine/tmux-socket.js';
 import { startModelServer, type ModelServer } from '../../src/model/server.js';
 import { baseEnv, killStateTmux, runCal, scratchDir, type CalRun } from './cal.js';
-import { calBin, cliBin, pinnedCli, type PinnedCliName } from './clis.js';
+import { calBin, cliBin, pinnedCli, pinnedCliOf, type PinnedCliName } from './clis.js';
 import { codexTestEnv } from './codex-home.js';
 import { writePiAgentDir } from './model-homes.js';
 import { removeScratch } from './scratch.js';
@@ -16,7 +16,7 @@ import { removeScratch } from './scratch.js';
 export type SuiteProvider = 'claude-code' | 'codex' | 'pi' | 'gemini';
 
 /** The pinned binary (test/support/clis.ts) of each provider. */
-export const pinnedName: Record<SuiteProvider, PinnedCliName> = { 'claude-code': 'claude', codex: 'codex', pi: 'pi', gemini: 'gemini' };
+export const pinnedName: Record<SuiteProvider, PinnedCliName> = pinnedCliOf;
 
 /** The pinned version of a provider's CLI. */
 export function pinnedVersion(provider: SuiteProvider): string {

@@ -15,6 +15,9 @@ export const pinnedCli = {
 
 export type PinnedCliName = keyof typeof pinnedCli;
 
+/** Each provider's pinned CLI, by its name in pinnedCli. */
+export const pinnedCliOf = { 'claude-code': 'claude', codex: 'codex', pi: 'pi', gemini: 'gemini' } as const satisfies Record<string, PinnedCliName>;
+
 /** Path of a pinned CLI binary installed by `npm ci`; throws if it is missing so tests fail loudly. */
 export function cliBin(name: PinnedCliName): string {
   const p = path.join(repoRoot, 'node_modules', '.bin', pinnedCli[name].bin);
