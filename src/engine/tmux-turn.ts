@@ -7,6 +7,7 @@ import { checkArgvSize, paneCommand } from './launch-script.js';
 import type { PreparedMessage } from './message.js';
 import { ownPane, PANE_TAG_ENV, samePane } from './tmux-control.js';
 import { feedSignals, feedTranscript } from './transcript-feed.js';
+import { processRuns, processStartTime } from '../util/process-identity.js';
 import { timingMark } from '../util/timing.js';
 import type { EngineResult, TurnRequest } from './types.js';
 
@@ -17,6 +18,14 @@ import type { EngineResult, TurnRequest } from './types.js';
  */
 const POLL_MS = 250;
 const PANE_CHECK_MS = 500;
+/**
+ * How often tmux itself is asked about a pane whose CLI process still runs. The pane runs the
+ * CLI (the launch script execs it), so while that process lives, known by pid and start time,
+ * the pane has not died; each question to tmux is a client process (about 4 ms of CPU here), twice
+ * a second for a whole turn, on every pane at once. This catches a pane that went away around a
+ * CLI that lives on.
+ */
+const PANE_RECHECK_MS = 5000;
 /** How long the CLI may take to record a pasted message before Enter is sent once more. */
 const RESUBMIT_AFTER_MS = 3000;
 /** After a cancel, how long the CLI has to record its own interrupt before cal settles the turn. */
@@ -119,6 +128,12 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
   let recorded = false;
   let resubmits = 0;
   let lastPaneCheck = paneCheckedAt;
+  let lastTmuxCheck = paneCheckedAt;
+  // Trusted only once tmux has shown this process in the handle's pane: just launched, just
+  // pasted into (the paste checked it), or after a check here; never a pid recorded long ago.
+  const panePid = location.panePid;
+  let paneProcessStart = panePid !== undefined && (paneCheckedAt > 0 || mode !== 'paste') ? processStartTime(panePid) : null;
+  const paneProcessRuns = () => panePid !== undefined && paneProcessStart !== null && processRuns(panePid, paneProcessStart);
   let cancelledAt: number | null = null;
   let fedRecords = 0;
   // When the CLI last wrote a record (or cal last pressed the adapter's stall keys).
@@ -186,8 +201,10 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
     const now = Date.now();
     if (now - lastPaneCheck >= PANE_CHECK_MS) {
       lastPaneCheck = now;
-      const state = await tmux.paneState(location.paneId);
-      if (!samePane(location, state) || state.dead) {
+      const state = !paneProcessRuns() || now - lastTmuxCheck >= PANE_RECHECK_MS ? await tmux.paneState(location.paneId) : null;
+      if (state) lastTmuxCheck = now;
+      if (state && samePane(location, state) && !state.dead && panePid !== undefined && paneProcessStart === null) paneProcessStart = processStartTime(panePid);
+      if (state && (!samePane(location, state) || state.dead)) {
         // One last read: the CLI may have written its end record while exiting.
         if (await readAll()) continue;
         const screen = samePane(location, state) ? lastWords(await tmux.capture(location.paneId)) : '';

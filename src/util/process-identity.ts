@@ -63,3 +63,11 @@ export function isProcessAlive(pid: number, startTime: string | null): boolean {
   const now = processStartTime(pid);
   return now === null ? true : now === startTime;
 }
+
+/**
+ * Whether the process started at `startTime` still runs: not ended, not a zombie, and its pid not
+ * taken by another process since.
+ */
+export function processRuns(pid: number, startTime: string): boolean {
+  return !processExited(pid) && processStartTime(pid) === startTime;
+}

@@ -48,7 +48,13 @@ export class FakeTmux implements TmuxControl {
   panes: FakePane[] = [];
   killedSessions: string[] = [];
   private nextPane = 0;
-  private nextPid = 1000;
+  // Above the largest pid Linux can hand out (2^22): a fake pane's process never exists, so
+  // the engine asks the fake tmux about it on every check, unless a test gives it a real one.
+  private nextPid = 4_194_304 + 1;
+  /** The pid of the next pane's "CLI": a real process of the test's, to stand for the pane's own. */
+  nextPaneProcess: number | null = null;
+  /** How often paneState was asked. */
+  paneStateCalls = 0;
 
   constructor(
     readonly socket: string,
@@ -58,7 +64,9 @@ export class FakeTmux implements TmuxControl {
   async newPane(spec: PaneSpec): Promise<PaneInfo> {
     const argv = launchedArgv(spec.argv);
     spec = { ...spec, argv };
-    const pane: FakePane = { id: `%${this.nextPane++}`, session: spec.session, pid: this.nextPid++, argv: spec.argv, dead: false, pasted: [], keys: [] };
+    const pid = this.nextPaneProcess ?? this.nextPid++;
+    this.nextPaneProcess = null;
+    const pane: FakePane = { id: `%${this.nextPane++}`, session: spec.session, pid, argv: spec.argv, dead: false, pasted: [], keys: [] };
     this.panes.push(pane);
     this.cli.attach(pane, spec.argv[2] as string);
     // argv: [exe, mode, sessionId, message?]: a launch that carries the message delivers it.
@@ -72,6 +80,7 @@ export class FakeTmux implements TmuxControl {
   }
 
   async paneState(paneId: string): Promise<PaneState> {
+    this.paneStateCalls++;
     const pane = this.find(paneId);
     if (!pane) return { exists: false, dead: true, deadStatus: null };
     return { exists: true, dead: pane.dead, deadStatus: pane.dead ? 1 : null, session: pane.session, pid: pane.pid };
