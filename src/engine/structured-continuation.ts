@@ -59,10 +59,13 @@ export async function runStructuredTurn(req: TurnRequest, text: string): Promise
       ...(hooks.onProgress ? { onProgress: hooks.onProgress } : {}),
     });
   } catch (err) {
-    // The process has ended: its record goes, so nothing later waits on a pid that is gone.
+    // A process that has ended leaves the record, so nothing later waits on a pid that is gone;
+    // one still finishing after its end event (the adapter failed the turn on what it read)
+    // stays on it, so the next turn waits for it as after any other end event.
     if (recording) {
       await recording;
-      await hooks.onHandleChanged({ ...handle, cli, cliProcess: null }, {});
+      const proc = spawned as { pid: number; startTime: string | null } | null;
+      await hooks.onHandleChanged({ ...handle, cli, cliProcess: proc && stillRunning(proc) ? proc : null }, {});
     }
     throw err;
   }
@@ -81,6 +84,11 @@ export async function runStructuredTurn(req: TurnRequest, text: string): Promise
   return { handle, outcome: { status: result.status, answer: result.answer, error: result.error, turnKey: null, tools: result.tools } };
 }
 
+/** The CLI process on record still runs: the same process (pid and start time), not a zombie. */
+function stillRunning(proc: { pid: number; startTime: string | null }): boolean {
+  return isProcessAlive(proc.pid, proc.startTime) && !processExited(proc.pid);
+}
+
 /** How long a CLI that already ended its turn may take to exit before it is killed. */
 const FINISH_WAIT_MS = 10_000;
 const FINISH_POLL_MS = 5;
@@ -91,9 +99,8 @@ const FINISH_POLL_MS = 5;
  */
 async function finishedCli(proc: { pid: number; startTime: string | null }): Promise<void> {
   if (proc.pid === process.pid) return;
-  const running = () => isProcessAlive(proc.pid, proc.startTime) && !processExited(proc.pid);
   const deadline = Date.now() + FINISH_WAIT_MS;
-  while (running()) {
+  while (stillRunning(proc)) {
     if (Date.now() > deadline) {
       try {
         process.kill(proc.pid, 'SIGKILL');

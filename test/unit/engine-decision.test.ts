@@ -149,6 +149,28 @@ describe('§4 rows through the engine (fake tmux, fake CLI)', () => {
     expect(w.tmux.panes).toEqual([]);
   });
 
+  it('row 6: a turn the adapter fails after the CLI’s end event keeps a CLI that still runs on record, and drops one that has ended', async () => {
+    const cli = spawn('sleep', ['60'], { stdio: 'ignore' });
+    const exited = new Promise((r) => cli.once('exit', r));
+    try {
+      const pid = cli.pid as number;
+      const w = fakeWorld({
+        structured: async (req) => {
+          req.onSpawned?.(pid);
+          throw new CalError('resume_unavailable', 'the CLI said: no conversation found');
+        },
+      });
+      expect(await kindOf(runProviderTurn(w.request(providerHandle({ transport: 'structured' }), 'one')))).toBe('resume_unavailable');
+      expect(w.hooks.handles.at(-1)?.cliProcess?.pid).toBe(pid);
+      cli.kill('SIGKILL');
+      await exited;
+      expect(await kindOf(runProviderTurn(w.request(providerHandle({ transport: 'structured' }), 'two')))).toBe('resume_unavailable');
+      expect(w.hooks.handles.at(-1)?.cliProcess).toBeNull();
+    } finally {
+      cli.kill('SIGKILL');
+    }
+  });
+
   it('row 7: the CLI exits on a resume before it records the message → resume_unavailable', async () => {
     const w = fakeWorld();
     const first = await runProviderTurn(w.request(providerHandle(), 'one'));
