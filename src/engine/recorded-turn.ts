@@ -1,7 +1,7 @@
 import type { CliAdapter, SessionConfig, TurnObserver } from '../adapters/types.js';
 import type { ProviderHandle } from '../handles/schema.js';
 import { lastLineBoundary } from '../transcripts/jsonl-tail.js';
-import { isProcessAlive } from '../util/process-identity.js';
+import { processRuns } from '../util/process-identity.js';
 import { prepareMessage } from './message.js';
 import { paneAlive, type TmuxFactory } from './tmux-control.js';
 import { feedSignals, feedTranscript } from './transcript-feed.js';
@@ -27,7 +27,7 @@ export async function observeRecordedTurn(
 ): Promise<RecordedTurn> {
   const { text } = prepareMessageLeniently(adapter, handle, message);
   const proc = handle.cliProcess ?? null;
-  const alive = handle.tmux ? await paneAlive(tmux(handle.tmux.socket), handle.tmux) : proc !== null && isProcessAlive(proc.pid, proc.startTime);
+  const alive = handle.tmux ? await paneAlive(tmux(handle.tmux.socket), handle.tmux) : proc !== null && processRuns(proc.pid, proc.startTime);
   // Past the stored offset lie only records of turns not yet settled (the offset moves past every
   // settled or lost one), so the clock is not needed to keep earlier turns out, and a clock stepped
   // back since the turn was recorded would hide the CLI's own record of it. Only a transcript not

@@ -1,7 +1,7 @@
 import { CalError } from '../errors.js';
 import type { PinnedCli, ProviderHandle } from '../handles/schema.js';
 import { checkPinned } from '../adapters/resolve.js';
-import { isProcessAlive, processExited, processStartTime } from '../util/process-identity.js';
+import { processRuns, processStartTime } from '../util/process-identity.js';
 import { feedTranscript } from './transcript-feed.js';
 import type { StartedStructuredTurn } from '../adapters/types.js';
 import type { EngineResult, TurnRequest } from './types.js';
@@ -65,7 +65,7 @@ export async function runStructuredTurn(req: TurnRequest, text: string): Promise
     if (recording) {
       await recording;
       const proc = spawned as { pid: number; startTime: string | null } | null;
-      await hooks.onHandleChanged({ ...handle, cli, cliProcess: proc && stillRunning(proc) ? proc : null }, {});
+      await hooks.onHandleChanged({ ...handle, cli, cliProcess: proc && processRuns(proc.pid, proc.startTime) ? proc : null }, {});
     }
     throw err;
   }
@@ -84,11 +84,6 @@ export async function runStructuredTurn(req: TurnRequest, text: string): Promise
   return { handle, outcome: { status: result.status, answer: result.answer, error: result.error, turnKey: null, tools: result.tools } };
 }
 
-/** The CLI process on record still runs: the same process (pid and start time), not a zombie. */
-function stillRunning(proc: { pid: number; startTime: string | null }): boolean {
-  return isProcessAlive(proc.pid, proc.startTime) && !processExited(proc.pid);
-}
-
 /** How long a CLI that already ended its turn may take to exit before it is killed. */
 const FINISH_WAIT_MS = 10_000;
 const FINISH_POLL_MS = 5;
@@ -100,7 +95,7 @@ const FINISH_POLL_MS = 5;
 async function finishedCli(proc: { pid: number; startTime: string | null }): Promise<void> {
   if (proc.pid === process.pid) return;
   const deadline = Date.now() + FINISH_WAIT_MS;
-  while (stillRunning(proc)) {
+  while (processRuns(proc.pid, proc.startTime)) {
     if (Date.now() > deadline) {
       try {
         process.kill(proc.pid, 'SIGKILL');
@@ -163,7 +158,7 @@ export async function awaitStructuredTurn(req: TurnRequest, text: string, sentAt
   const deadline = Date.now() + req.timeoutMs;
   for (;;) {
     // Liveness first, the transcript after: a CLI that ends in between has written its end.
-    const alive = proc !== null && isProcessAlive(proc.pid, proc.startTime);
+    const alive = proc !== null && processRuns(proc.pid, proc.startTime);
     if (!handle.transcript) {
       const bound = await adapter.bindTranscript({ env: req.env, config: req.config, sessionId: handle.pendingSessionId, message: text, sentAt });
       if (bound) {

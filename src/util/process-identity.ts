@@ -65,9 +65,9 @@ export function isProcessAlive(pid: number, startTime: string | null): boolean {
 }
 
 /**
- * Whether the process started at `startTime` still runs: not ended, not a zombie, and its pid not
- * taken by another process since.
+ * Whether the process named by pid and start time still runs: alive as isProcessAlive says, and
+ * not a zombie (a CLI that has exited but not yet been reaped is done).
  */
-export function processRuns(pid: number, startTime: string): boolean {
-  return !processExited(pid) && processStartTime(pid) === startTime;
+export function processRuns(pid: number, startTime: string | null): boolean {
+  return isProcessAlive(pid, startTime) && !processExited(pid);
 }

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { processExited } from '../../src/util/process-identity.js';
+import { processExited, processRuns, processStartTime } from '../../src/util/process-identity.js';
 import { processRunning } from '../../src/util/tagged-processes.js';
 
 /**
@@ -45,5 +45,20 @@ describe('processExited', () => {
     expect(await processRunning(zombie)).toBe(false);
     expect(await processRunning(parent.pid!)).toBe(true);
     expect(await processRunning(2 ** 30)).toBe(false);
+  });
+});
+
+describe('processRuns (a CLI on record, by pid and start time)', () => {
+  it.skipIf(!linux)('runs while the same process lives; not as a zombie, nor under another start time', async () => {
+    const parent = spawn('/bin/sh', ['-c', 'sleep 0.05 & echo $!; exec sleep 5'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    started.push(parent.pid!);
+    const zombie = await new Promise<number>((resolve) => parent.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))));
+    const zombieStart = processStartTime(zombie);
+    const parentStart = processStartTime(parent.pid!);
+    expect(processRuns(parent.pid!, parentStart)).toBe(true);
+    expect(processRuns(parent.pid!, `${Number(parentStart) + 1}`)).toBe(false);
+    for (let i = 0; i < 100 && !readFileSync(`/proc/${zombie}/stat`, 'utf8').includes(') Z '); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(processRuns(zombie, zombieStart)).toBe(false);
+    expect(processRuns(2 ** 30, null)).toBe(false);
   });
 });
