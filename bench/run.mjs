@@ -251,6 +251,38 @@ async function concurrent() {
   const slowest = Math.max(...times);
   if (wrong.length) report.failed(`${CONCURRENT} sessions continued at once: all correct, slowest ≤ 3x fastest`, `${wrong.length} wrong: ${wrong.join('; ')}`);
   else report.relative(`${CONCURRENT} sessions continued at once on ${os.cpus().length} cores: all correct, slowest ≤ 3x fastest`, slowest, fastest, 3, 'fastest', `all ${CONCURRENT} answers right; median ${fmt(median(times))}`);
+  // Context only: what goes wrong there is a note, never the target's verdict.
+  await withoutCal(dir, handles).catch((err) => report.notes.push(`the ${CONCURRENT} panes without cal could not be measured: ${err instanceof Error ? err.message : String(err)}`));
+}
+
+/**
+ * For the reader of the 16-at-once row, not a target: the same 16 live panes sent a message at once
+ * without cal (tmux send-keys from this process, each turn timed to its end record in the
+ * transcript), so the spread that Claude's own turns make on these cores is seen beside cal's.
+ */
+async function withoutCal(dir, handles) {
+  const views = [];
+  for (const h of handles) views.push(JSON.parse(must(await cal(['inspect', h, '--json'], claudeEnv, dir), 'cal inspect (16)').stdout));
+  const socket = await tmuxSocketFor(path.join(dir, 'tmux'));
+  const times = await Promise.all(
+    views.map(async (v, i) => {
+      const pane = v.panes.find((p) => p.endedAt === null)?.tmux.paneId;
+      if (!pane) throw new Error(`handle ${v.id} has no live pane`);
+      const watch = watchFor(v.provider.transcript.path, TURN_END);
+      const t0 = performance.timeOrigin + performance.now();
+      must(await timed('tmux', ['-S', socket, 'send-keys', '-t', pane, '-l', `What was the codeword? (without cal ${i})`]), 'tmux send-keys');
+      // Typed text and its Enter apart, as a person types: an Enter in the same breath can be swallowed.
+      await new Promise((r) => setTimeout(r, 50));
+      must(await timed('tmux', ['-S', socket, 'send-keys', '-t', pane, 'Enter']), 'tmux send-keys Enter');
+      const endAt = await watch.wait(60_000).finally(() => watch.stop());
+      return endAt - t0;
+    }),
+  );
+  const fastest = Math.min(...times);
+  const slowest = Math.max(...times);
+  report.notes.push(
+    `the same ${CONCURRENT} panes sent a message at once without cal (tmux send-keys, timed to each turn's end record): fastest ${fmt(fastest)}, median ${fmt(median(times))}, slowest ${fmt(slowest)}, ${(slowest / fastest).toFixed(2)}x`,
+  );
 }
 
 // BENCH_ONLY=live,loss (keys: startup, inspect, live, loss, structured, concurrent) runs only
