@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { decideRoute, preflight, runProviderTurn, type RouteFacts } from '../../src/engine/decision.js';
 import { CalError } from '../../src/errors.js';
 import type { ProviderHandle, StabilityFingerprint } from '../../src/handles/schema.js';
@@ -297,69 +297,60 @@ describe('§5 turn endings (fake tmux, fake CLI)', () => {
 });
 
 describe('how the engine watches a pane while a turn runs (fake tmux, a real process for the CLI)', () => {
-  /** A process of the test's own standing for the pane's CLI: alive until killed. */
-  const cliProcess = () => {
+  /**
+   * A fake world whose next pane's CLI is a real process of the test's own (alive until killed),
+   * and whose fake CLI records each message and never ends its turn. The process is killed after
+   * the test.
+   */
+  const children: ChildProcess[] = [];
+  afterEach(() => children.splice(0).forEach((c) => c.kill('SIGKILL')));
+  const worldWithCliProcess = () => {
     const child = spawn('sleep', ['60'], { stdio: 'ignore' });
-    return { pid: child.pid as number, kill: () => child.kill('SIGKILL'), exited: new Promise((r) => child.once('exit', r)) };
+    children.push(child);
+    const w = fakeWorld();
+    w.tmux.nextPaneProcess = child.pid as number;
+    w.cli.behaviour = (m) => [{ t: 'user', text: m, key: 'k' }];
+    const killCli = async () => {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGKILL');
+      await exited;
+    };
+    return { w, killCli, longTurn: (timeoutMs = 20_000) => runProviderTurn(w.request(providerHandle(), 'long turn', { timeoutMs })) };
   };
 
   it('asks tmux once while the CLI process runs, and sees the pane die at the next check after that process ends', async () => {
-    const w = fakeWorld();
-    const cli = cliProcess();
-    try {
-      w.tmux.nextPaneProcess = cli.pid;
-      w.cli.behaviour = (m) => [{ t: 'user', text: m, key: 'k' }];
-      const turn = runProviderTurn(w.request(providerHandle(), 'long turn', { timeoutMs: 20_000 }));
-      await new Promise((r) => setTimeout(r, 2200));
-      // One look (the first, which ties the process to the pane), where every 500 ms was four.
-      expect(w.tmux.paneStateCalls).toBe(1);
-      cli.kill();
-      await cli.exited;
-      (w.tmux.panes[0] as FakePane).dead = true;
-      const t0 = Date.now();
-      const { outcome } = await turn;
-      expect(outcome.status).toBe('lost');
-      expect(Date.now() - t0).toBeLessThan(1500);
-    } finally {
-      cli.kill();
-    }
+    const { w, killCli, longTurn } = worldWithCliProcess();
+    const turn = longTurn();
+    await new Promise((r) => setTimeout(r, 2200));
+    // One look (the first, which ties the process to the pane), where every 500 ms was four.
+    expect(w.tmux.paneStateCalls).toBe(1);
+    await killCli();
+    (w.tmux.panes[0] as FakePane).dead = true;
+    const t0 = Date.now();
+    expect((await turn).outcome.status).toBe('lost');
+    expect(Date.now() - t0).toBeLessThan(1500);
   });
 
   it('a pane that went away around a CLI process that lives on is still found, by a look at tmux every few seconds', async () => {
-    const w = fakeWorld();
-    const cli = cliProcess();
-    try {
-      w.tmux.nextPaneProcess = cli.pid;
-      w.cli.behaviour = (m) => [{ t: 'user', text: m, key: 'k' }];
-      const turn = runProviderTurn(w.request(providerHandle(), 'long turn', { timeoutMs: 20_000 }));
-      await new Promise((r) => setTimeout(r, 1000));
-      await w.tmux.killServer();
-      const t0 = Date.now();
-      const { outcome } = await turn;
-      expect(outcome.status).toBe('lost');
-      expect(Date.now() - t0).toBeLessThan(6000);
-    } finally {
-      cli.kill();
-    }
+    const { w, longTurn } = worldWithCliProcess();
+    const turn = longTurn();
+    await new Promise((r) => setTimeout(r, 1000));
+    await w.tmux.killServer();
+    const t0 = Date.now();
+    expect((await turn).outcome.status).toBe('lost');
+    expect(Date.now() - t0).toBeLessThan(6000);
   });
 
   it('a turn followed again (recover) asks tmux at its first look, whatever process the recorded pid names now', async () => {
-    const w = fakeWorld();
-    const cli = cliProcess();
-    try {
-      w.tmux.nextPaneProcess = cli.pid;
-      w.cli.behaviour = (m) => [{ t: 'user', text: m, key: 'k' }];
-      const first = await runProviderTurn(w.request(providerHandle(), 'one', { timeoutMs: 700 })).catch((e: CalError) => e);
-      expect((first as CalError).kind).toBe('timeout');
-      // The pane is gone while the process lives on: a turn followed again (recover) asks tmux at once.
-      await w.tmux.killServer();
-      const handle = w.hooks.handles.at(-1) as ProviderHandle;
-      const t0 = Date.now();
-      const again = await runProviderTurn(w.request(handle, 'one', { intent: { kind: 'await', sentAt: new Date() } satisfies TurnRequest['intent'], timeoutMs: 20_000 })).catch((e: CalError) => e);
-      expect(Date.now() - t0).toBeLessThan(1500);
-      expect(again instanceof CalError ? again.kind : again.outcome.status).toMatch(/lost/);
-    } finally {
-      cli.kill();
-    }
+    const { w, longTurn } = worldWithCliProcess();
+    const sentAt = new Date(Date.now() - 1000);
+    expect(await kindOf(longTurn(700))).toBe('timeout');
+    // The pane is gone while the process lives on: a turn followed again (recover) asks tmux at once.
+    await w.tmux.killServer();
+    const handle = w.hooks.handles.at(-1) as ProviderHandle;
+    const t0 = Date.now();
+    const again = await runProviderTurn(w.request(handle, 'long turn', { intent: { kind: 'await', sentAt } satisfies TurnRequest['intent'], timeoutMs: 20_000 }));
+    expect(Date.now() - t0).toBeLessThan(1500);
+    expect(again.outcome.status).toBe('lost');
   });
 });
