@@ -38,6 +38,7 @@ export async function concurrentContinuationBusy(ctx: ScenarioContext): Promise<
 
 export async function parallelIsolation(ctx: ScenarioContext): Promise<void> {
   const work = await ctx.workDir({ git: true });
+  const mark = ctx.scripted ? ctx.model.mark() : 0;
   const first = `Certification parallel start ${ctx.codeword('SAME')}`;
   // Two sessions started at the same moment, in the same folder, with the same first message.
   const [s1, s2] = await Promise.all([ctx.startCompleted(first, { cwd: work.path }), ctx.startCompleted(first, { cwd: work.path })]);
@@ -54,13 +55,25 @@ export async function parallelIsolation(ctx: ScenarioContext): Promise<void> {
   const answers1 = d1.turns.map((t) => t.answer ?? '').join('\n');
   const answers2 = d2.turns.map((t) => t.answer ?? '').join('\n');
   ctx.check(!answers1.includes(codes[1]!) && !answers2.includes(codes[0]!), "a session's turn records hold the other session's answer");
+  let told = 'by their session keys';
   if (ctx.scripted) {
-    const q1 = sessionRequests(ctx, r1.handle);
-    const q2 = sessionRequests(ctx, r2.handle);
-    ctx.check(q1.length > 0 && q2.length > 0 && q1.every((r) => r.sessionKey === id1) && q2.every((r) => r.sessionKey === id2), 'the model could not tell the two sessions apart by their own session keys');
-    ctx.check(!q1.some((r) => r.userMessages.some((m) => m.includes(codes[1]!))) && !q2.some((r) => r.userMessages.some((m) => m.includes(codes[0]!))), "one session's messages reached the model in the other session");
+    const requests = ctx.model.since(mark);
+    const carries = (r: (typeof requests)[number], code: string) => r.userMessages.some((m) => m.includes(code));
+    if (requests.some((r) => r.sessionKey === id1 || r.sessionKey === id2)) {
+      const q1 = sessionRequests(ctx, r1.handle, mark);
+      const q2 = sessionRequests(ctx, r2.handle, mark);
+      ctx.check(q1.length > 0 && q2.length > 0 && q1.every((r) => r.sessionKey === id1) && q2.every((r) => r.sessionKey === id2), 'the model could not tell the two sessions apart by their own session keys');
+      ctx.check(!q1.some((r) => carries(r, codes[1]!)) && !q2.some((r) => carries(r, codes[0]!)), "one session's messages reached the model in the other session");
+    } else {
+      // A CLI whose requests name no session (Pi before 0.68.1 sends no session header): the two
+      // sessions are told apart by what each request carries. Both began with the same message,
+      // so a request holding both codewords is one session's history mixed into the other's.
+      told = 'by what their requests carry (the CLI names no session in them)';
+      ctx.check(requests.some((r) => carries(r, codes[0]!)) && requests.some((r) => carries(r, codes[1]!)), "the model never saw one of the two sessions' messages");
+      ctx.check(!requests.some((r) => carries(r, codes[0]!) && carries(r, codes[1]!)), "one request carried both sessions' messages: one session's history reached the other");
+    }
   }
-  ctx.note(`two simultaneous starts in one folder with the same first message: native ids …${id1.slice(-8)} and …${id2.slice(-8)}, each recalled only its own codeword`);
+  ctx.note(`two simultaneous starts in one folder with the same first message: native ids …${id1.slice(-8)} and …${id2.slice(-8)}, each recalled only its own codeword${ctx.scripted ? `; the model told them apart ${told}` : ''}`);
 }
 
 export async function cleanup(ctx: ScenarioContext): Promise<void> {
