@@ -25,11 +25,13 @@ import { classifyRecord, normaliseForMatch, PiTurnObserver, SessionHeader } from
  */
 /**
  * The floor is the oldest release that passed every certification here (docs/certify.md, "How
- * the floors were measured"): 0.68.1, the first whose model requests carry its session id
- * (`sendSessionAffinityHeaders`), which CertParallelIsolation needs to tell two sessions apart;
- * 0.67.68 and older fail that one certification. 0.68.1, 0.70.6 and the pinned 0.73.1 pass all.
+ * the floors were measured"): 0.51.0. 0.50.7 does not take the scripted model's provider from
+ * `models.json` ("No models available"), so nothing older can be driven here. Releases before
+ * 0.68.1 name no session in their model requests; CertParallelIsolation then tells the two
+ * sessions apart by what each request carries. 0.51.0, 0.60.0, 0.65.2, 0.68.1, 0.70.6 and the
+ * pinned 0.73.1 pass all (0.51.6, 0.52.12 and 0.55.4 the three certifications tried on them).
  */
-export const piVersions: SupportedVersions = { floor: '0.68.1', certified: '0.73.1' };
+export const piVersions: SupportedVersions = { floor: '0.51.0', certified: '0.73.1' };
 
 export const piAdapter: CliAdapter = {
   name: 'pi',
