@@ -2,7 +2,7 @@
 // statistics and the report table. Times are epoch milliseconds with sub-millisecond precision
 // (performance.timeOrigin + performance.now()), the clock cal's CAL_TRACE_TIMING marks use too.
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, fstatSync, openSync, readSync, watch } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, readSync, watch } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -111,6 +111,39 @@ export function versionOf(bin, env) {
 export function must(run, what) {
   if (run.code !== 0) throw new Error(`${what} exited ${run.code}: ${(run.stderr || run.stdout).trim().slice(0, 500)}`);
   return run;
+}
+
+/** The share of the machine's CPU time spent busy (not idle, not waiting on I/O), from /proc/stat. */
+function cpuTimes() {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  return { idle: fields[3] + fields[4], total: fields.reduce((a, b) => a + b, 0) };
+}
+
+/**
+ * Waits until the machine is quiet: under `busyBelow` of its CPU busy over each of two 0.5 s
+ * windows in a row, or `maxMs` passed. Returns how long it waited and the last window's share
+ * (null without /proc/stat, where it waits a fixed 3 s).
+ */
+export async function untilQuiet({ busyBelow = 0.15, maxMs = 20_000 } = {}) {
+  const started = now();
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  let before;
+  try {
+    before = cpuTimes();
+  } catch {
+    await sleep(3000);
+    return { waitedMs: now() - started, busy: null };
+  }
+  let quietWindows = 0;
+  let busy = 1;
+  while (quietWindows < 2 && now() - started < maxMs) {
+    await sleep(500);
+    const after = cpuTimes();
+    busy = after.total === before.total ? 0 : 1 - (after.idle - before.idle) / (after.total - before.total);
+    before = after;
+    quietWindows = busy < busyBelow ? quietWindows + 1 : 0;
+  }
+  return { waitedMs: now() - started, busy };
 }
 
 const fmt = (ms) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(1)} ms`);
