@@ -2,6 +2,7 @@ import { promises as fs } from 'node:fs';
 import { errorText, sleep, type ScenarioContext } from '../context.js';
 import { processesMarkedBy } from '../processes.js';
 import { CertFailure } from '../types.js';
+import type { ModelRequestLogEntry } from '../../model/server.js';
 import { expectRecalled, q, RECALL, remember, secs, sessionRequests } from './common.js';
 
 /** Concurrency and hygiene: one continuation at a time, sessions apart, nothing left behind. */
@@ -55,25 +56,50 @@ export async function parallelIsolation(ctx: ScenarioContext): Promise<void> {
   const answers1 = d1.turns.map((t) => t.answer ?? '').join('\n');
   const answers2 = d2.turns.map((t) => t.answer ?? '').join('\n');
   ctx.check(!answers1.includes(codes[1]!) && !answers2.includes(codes[0]!), "a session's turn records hold the other session's answer");
-  let told = 'by their session keys';
+  let told = '';
   if (ctx.scripted) {
-    const requests = ctx.model.since(mark);
-    const carries = (r: (typeof requests)[number], code: string) => r.userMessages.some((m) => m.includes(code));
-    if (requests.some((r) => r.sessionKey === id1 || r.sessionKey === id2)) {
-      const q1 = sessionRequests(ctx, r1.handle, mark);
-      const q2 = sessionRequests(ctx, r2.handle, mark);
-      ctx.check(q1.length > 0 && q2.length > 0 && q1.every((r) => r.sessionKey === id1) && q2.every((r) => r.sessionKey === id2), 'the model could not tell the two sessions apart by their own session keys');
-      ctx.check(!q1.some((r) => carries(r, codes[1]!)) && !q2.some((r) => carries(r, codes[0]!)), "one session's messages reached the model in the other session");
-    } else {
-      // A CLI whose requests name no session (Pi before 0.68.1 sends no session header): the two
-      // sessions are told apart by what each request carries. Both began with the same message,
-      // so a request holding both codewords is one session's history mixed into the other's.
-      told = 'by what their requests carry (the CLI names no session in them)';
-      ctx.check(requests.some((r) => carries(r, codes[0]!)) && requests.some((r) => carries(r, codes[1]!)), "the model never saw one of the two sessions' messages");
-      ctx.check(!requests.some((r) => carries(r, codes[0]!) && carries(r, codes[1]!)), "one request carried both sessions' messages: one session's history reached the other");
-    }
+    const isolation = requestIsolation(ctx.model.since(mark), [id1, id2], [codes[0]!, codes[1]!]);
+    told = isolation.told;
+    for (const failure of isolation.failures) ctx.check(false, failure);
   }
   ctx.note(`two simultaneous starts in one folder with the same first message: native ids …${id1.slice(-8)} and …${id2.slice(-8)}, each recalled only its own codeword${ctx.scripted ? `; the model told them apart ${told}` : ''}`);
+}
+
+/** What the scripted model's requests say about two sessions kept apart, and how it told them apart. */
+export interface RequestIsolation {
+  told: string;
+  /** Why the requests show the sessions mixed, in the order they are checked; empty when apart. */
+  failures: string[];
+}
+
+/**
+ * CertParallelIsolation's reading of the model's requests, for two sessions (native ids `ids`)
+ * that each remembered one of `codes`. With session keys (Claude, Codex, Pi from 0.68.1), each
+ * session's requests are those with its key, and none may carry the other's codeword. A CLI whose
+ * requests name no session (Pi before 0.68.1) is read by what each request carries: both sessions
+ * began with the same message, so a request holding both codewords is one session's history in
+ * the other.
+ */
+export function requestIsolation(
+  requests: readonly Pick<ModelRequestLogEntry, 'sessionKey' | 'userMessages'>[],
+  ids: readonly [string, string],
+  codes: readonly [string, string],
+): RequestIsolation {
+  const carries = (r: (typeof requests)[number], code: string) => r.userMessages.some((m) => m.includes(code));
+  const failures: string[] = [];
+  if (requests.some((r) => r.sessionKey === ids[0] || r.sessionKey === ids[1])) {
+    // As sessionRequests reads them: a session whose key no request carries has them all.
+    const own = (id: string) => (requests.some((r) => r.sessionKey === id) ? requests.filter((r) => r.sessionKey === id) : requests);
+    const [q1, q2] = [own(ids[0]), own(ids[1])];
+    if (!(q1.length > 0 && q2.length > 0 && q1.every((r) => r.sessionKey === ids[0]) && q2.every((r) => r.sessionKey === ids[1]))) {
+      failures.push('the model could not tell the two sessions apart by their own session keys');
+    }
+    if (q1.some((r) => carries(r, codes[1])) || q2.some((r) => carries(r, codes[0]))) failures.push("one session's messages reached the model in the other session");
+    return { told: 'by their session keys', failures };
+  }
+  if (!(requests.some((r) => carries(r, codes[0])) && requests.some((r) => carries(r, codes[1])))) failures.push("the model never saw one of the two sessions' messages");
+  if (requests.some((r) => carries(r, codes[0]) && carries(r, codes[1]))) failures.push("one request carried both sessions' messages: one session's history reached the other");
+  return { told: 'by what their requests carry (the CLI names no session in them)', failures };
 }
 
 export async function cleanup(ctx: ScenarioContext): Promise<void> {
