@@ -113,7 +113,7 @@ export function must(run, what) {
   return run;
 }
 
-/** The share of the machine's CPU time spent busy (not idle, not waiting on I/O), from /proc/stat. */
+/** The machine's CPU time so far, idle (with I/O wait) and in all, in clock ticks, from /proc/stat. */
 function cpuTimes() {
   const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
   return { idle: fields[3] + fields[4], total: fields.reduce((a, b) => a + b, 0) };

@@ -44,10 +44,12 @@ export function expectRecalled(ctx: ScenarioContext, turn: TurnRecord, code: str
  * scenario (scenarios with one session only rely on that).
  */
 export function sessionRequests(ctx: ScenarioContext, handle: AgentSessionHandle, mark = 0): ModelRequestLogEntry[] {
-  const id = handle.provider.nativeSessionId;
-  const all = ctx.model.since(mark);
-  if (id && all.some((r) => r.sessionKey === id)) return all.filter((r) => r.sessionKey === id);
-  return all;
+  return requestsOfSession(ctx.model.since(mark), handle.provider.nativeSessionId);
+}
+
+/** Of `requests`, those carrying session key `id`; all of them when none carries it (a CLI that names no session). */
+export function requestsOfSession<R extends Pick<ModelRequestLogEntry, 'sessionKey'>>(requests: readonly R[], id: string | null): R[] {
+  return id && requests.some((r) => r.sessionKey === id) ? requests.filter((r) => r.sessionKey === id) : [...requests];
 }
 
 /** The requests of a turn: those whose last user message is (contains) the turn's message. */

@@ -3,7 +3,7 @@ import { errorText, sleep, type ScenarioContext } from '../context.js';
 import { processesMarkedBy } from '../processes.js';
 import { CertFailure } from '../types.js';
 import type { ModelRequestLogEntry } from '../../model/server.js';
-import { expectRecalled, q, RECALL, remember, secs, sessionRequests } from './common.js';
+import { expectRecalled, q, RECALL, remember, requestsOfSession, secs, sessionRequests } from './common.js';
 
 /** Concurrency and hygiene: one continuation at a time, sessions apart, nothing left behind. */
 
@@ -88,9 +88,7 @@ export function requestIsolation(
   const carries = (r: (typeof requests)[number], code: string) => r.userMessages.some((m) => m.includes(code));
   const failures: string[] = [];
   if (requests.some((r) => r.sessionKey === ids[0] || r.sessionKey === ids[1])) {
-    // As sessionRequests reads them: a session whose key no request carries has them all.
-    const own = (id: string) => (requests.some((r) => r.sessionKey === id) ? requests.filter((r) => r.sessionKey === id) : requests);
-    const [q1, q2] = [own(ids[0]), own(ids[1])];
+    const [q1, q2] = [requestsOfSession(requests, ids[0]), requestsOfSession(requests, ids[1])];
     if (!(q1.length > 0 && q2.length > 0 && q1.every((r) => r.sessionKey === ids[0]) && q2.every((r) => r.sessionKey === ids[1]))) {
       failures.push('the model could not tell the two sessions apart by their own session keys');
     }
