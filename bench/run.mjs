@@ -132,7 +132,7 @@ async function afterLoss(s) {
     // spawn of the tmux client to the end-of-turn record.
     const watch = watchFor(s.bareTranscript, TURN_END);
     const session = `bare-${i}`;
-    const t0 = performance.timeOrigin + performance.now();
+    const t0 = now();
     const argv = ['-S', benchSocket, 'new-session', '-d', '-s', session, '-x', '200', '-y', '50', '-c', work, '--', path.join(binDir, 'claude'), '--resume', s.bareId, '--', `What was the codeword? (tui ${i})`];
     must(await timed('tmux', argv, { env: bareClaudeEnv }), 'tmux new-session claude --resume');
     const endAt = await watch.wait();
@@ -326,7 +326,7 @@ async function withoutCal(dir, handles) {
       const pane = v.panes.find((p) => p.endedAt === null)?.tmux.paneId;
       if (!pane) throw new Error(`handle ${v.id} has no live pane`);
       const watch = watchFor(v.provider.transcript.path, TURN_END);
-      const t0 = performance.timeOrigin + performance.now();
+      const t0 = now();
       must(await timed('tmux', ['-S', socket, 'send-keys', '-t', pane, '-l', `What was the codeword? (without cal ${i})`]), 'tmux send-keys');
       // Typed text and its Enter apart, as a person types: an Enter in the same breath can be swallowed.
       await new Promise((r) => setTimeout(r, 50));
