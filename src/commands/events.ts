@@ -8,7 +8,7 @@ export const command = defineCommand({
   help: "print a handle's lifecycle events as NDJSON",
   args: [{ name: 'handle', help: 'handle id or name', required: true }],
   options: {
-    follow: { help: 'keep printing new events' },
+    follow: { help: 'keep printing new events (until the handle is removed)' },
   },
   async run([ref], opts, global) {
     try {

@@ -224,10 +224,10 @@ export interface RemoveResult {
 }
 
 export interface EventsOptions {
-  /** Keep yielding new events until `signal` aborts (default: end after the recorded ones). */
+  /** Keep yielding new events until `signal` aborts or the handle is removed (default: end after the recorded ones). */
   follow?: boolean;
   signal?: AbortSignal;
-  /** How often a follow reads the log again, in milliseconds (default 250). */
+  /** How often a follow reads what the log gained, in milliseconds (default 250). */
   pollMs?: number;
 }
 

@@ -1,5 +1,5 @@
 import { randomBytes } from '../util/random.js';
-import { closeSync, fchmodSync, constants as fsConstants, fstatSync, fsyncSync, lstatSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, fchmodSync, constants as fsConstants, fstatSync, fsyncSync, lstatSync, openSync, readFileSync, readSync, renameSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import type { z } from '../util/zod.js';
 import { CalError } from '../errors.js';
@@ -197,19 +197,55 @@ export async function readJsonFile<S extends z.ZodType>(file: string, schema: S)
   return { ok: true, value: parsed.data };
 }
 
-export async function readJsonLines(file: string): Promise<unknown[]> {
-  const read = readStateText(file);
-  if ('missing' in read) return [];
-  if ('symlink' in read) throw symlinkError(file);
-  if ('notRegular' in read) throw notRegularError(file, read.notRegular);
-  const out: unknown[] = [];
-  for (const line of read.text.split('\n')) {
-    if (!line.trim()) continue;
-    try {
-      out.push(JSON.parse(line));
-    } catch {
-      // A torn last line from a crash is skipped, never fatal.
-    }
+/** Where a reader of an append-only JSONL log stopped: which file the log was, and the byte after the last whole line read. */
+export interface LogCursor {
+  dev: number;
+  ino: number;
+  offset: number;
+}
+
+/**
+ * The whole lines a JSONL log gained since `cursor` (all of it without one), parsed, and where
+ * the next read begins: past the last newline, so a line still being written is read once it is
+ * whole, and a follower reads only what was appended, never the whole log again. A log that is
+ * another file now, or shorter than the cursor, is read from its start; a missing one is no lines
+ * (cursor null). Never through a symlink, never blocking, nothing but a regular file (as
+ * readStateText). A line that is not JSON (torn by a crash) is skipped, never fatal.
+ */
+export function readJsonLinesSince(file: string, cursor: LogCursor | null): { values: unknown[]; cursor: LogCursor | null } {
+  let fd: number;
+  try {
+    fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return { values: [], cursor: null };
+    if (code === 'ELOOP') throw symlinkError(file);
+    throw err;
   }
-  return out;
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw notRegularError(file, st.isDirectory() ? 'a directory' : st.isFIFO() ? 'a FIFO' : 'not a regular file');
+    const start = cursor && cursor.dev === st.dev && cursor.ino === st.ino && cursor.offset <= st.size ? cursor.offset : 0;
+    const buf = Buffer.alloc(st.size - start);
+    let got = 0;
+    while (got < buf.length) {
+      const n = readSync(fd, buf, got, buf.length - got, start + got);
+      if (n <= 0) break;
+      got += n;
+    }
+    const whole = buf.subarray(0, got).lastIndexOf(0x0a) + 1;
+    const values: unknown[] = [];
+    // A newline is never inside a UTF-8 sequence: the whole lines decode alone.
+    for (const line of buf.toString('utf8', 0, whole).split('\n')) {
+      if (!line.trim()) continue;
+      try {
+        values.push(JSON.parse(line));
+      } catch {
+        // torn by a crash: skipped
+      }
+    }
+    return { values, cursor: { dev: st.dev, ino: st.ino, offset: start + whole } };
+  } finally {
+    closeSync(fd);
+  }
 }

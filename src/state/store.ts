@@ -6,18 +6,13 @@ import { z } from '../util/zod.js';
 import { CalError } from '../errors.js';
 import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleId, HandleName, VersionProbe } from '../handles/schema.js';
 import { readSettledMark, saveSettledMark, type SettledMark } from './settled-mark.js';
-import { appendJsonLine, ensurePrivateDir, readJsonFile, readJsonLines, refuseNonDirectory, refuseNonRegular, refuseSymlink, stateWriteError, writeJsonAtomic } from './fs.js';
+import { eventsSince, type EventRecord } from './event-log.js';
+import { appendJsonLine, ensurePrivateDir, readJsonFile, refuseNonDirectory, refuseNonRegular, refuseSymlink, stateWriteError, writeJsonAtomic, type LogCursor } from './fs.js';
 import { LockDirectory } from './lock.js';
 import { resolveStateDir, stateLayout, type StateLayout } from './paths.js';
 import { TurnRecord, unsentStatuses } from './turns.js';
 
-export interface EventRecord {
-  time: string;
-  handle: string;
-  event: string;
-  turn?: string;
-  detail?: Record<string, unknown>;
-}
+export type { EventRecord };
 
 /** Handle ids: short, url-safe, lowercase (base36 of random bytes). */
 export function newId(length = 10): string {
@@ -240,7 +235,23 @@ export class StateStore {
   }
 
   async readEvents(id: string): Promise<EventRecord[]> {
-    return (await readJsonLines(this.eventsFile(id))) as EventRecord[];
+    return (await this.readEventsSince(id, null)).events;
+  }
+
+  /** The events recorded since `cursor` (every one without it), and where the next read begins. */
+  async readEventsSince(id: string, cursor: LogCursor | null): Promise<{ events: EventRecord[]; cursor: LogCursor | null }> {
+    return eventsSince(this.eventsFile(id), cursor);
+  }
+
+  /** Whether the handle's own file is still there (a handle removed meanwhile is not). */
+  hasHandleFile(id: string): boolean {
+    try {
+      lstatSync(this.handleFile(id));
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw err;
+    }
   }
 
   async saveTurn(turn: TurnRecord): Promise<void> {

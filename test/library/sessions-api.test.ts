@@ -150,6 +150,20 @@ describe('openSessions on an API provider', () => {
     expect(followed).toEqual(['running', 'completed', 'running', 'completed']);
   });
 
+  it('a follow of events ends by itself once the handle is removed', async () => {
+    const { handle } = await sessions.start({ provider: 'anthropic', message: 'Remember the codeword PAPA.' });
+    const followed: string[] = [];
+    const following = (async () => {
+      for await (const e of sessions.events(handle, { follow: true, pollMs: 20 })) followed.push(e.event);
+    })();
+    await sessions.continue(handle, 'What was the codeword?');
+    for (let i = 0; i < 150 && followed.length < 4; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(followed).toEqual(['running', 'completed', 'running', 'completed']);
+    await sessions.remove(handle);
+    const ended = await Promise.race([following.then(() => 'ended'), new Promise((r) => setTimeout(() => r('still following'), 3000))]);
+    expect(ended).toBe('ended');
+  });
+
   it('recover with nothing unfinished touches nothing', async () => {
     await expect(sessions.recover({ dryRun: true })).resolves.toEqual({ dryRun: true, turns: [], runs: [] });
   });

@@ -3,7 +3,7 @@ import { lstatSync, readdirSync, statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readJsonFile, readJsonLines, writeJsonAtomic } from '../../src/state/fs.js';
+import { readJsonFile, readJsonLinesSince, writeJsonAtomic } from '../../src/state/fs.js';
 import { StateStore } from '../../src/state/store.js';
 import { TurnRecord } from '../../src/state/turns.js';
 import { scratchDir } from '../support/cal.js';
@@ -96,6 +96,7 @@ describe('state store', () => {
     await fs.mkdir(dir);
     expect(await readJsonFile(fifo, TurnRecord)).toEqual({ ok: false, reason: 'corrupt', detail: 'it is a FIFO' });
     expect(await readJsonFile(dir, TurnRecord)).toEqual({ ok: false, reason: 'corrupt', detail: 'it is a directory' });
-    await expect(readJsonLines(fifo)).rejects.toMatchObject({ kind: 'invalid_handle' });
+    expect(() => readJsonLinesSince(fifo, null)).toThrow(expect.objectContaining({ kind: 'invalid_handle' }));
+    expect(() => readJsonLinesSince(dir, null)).toThrow(expect.objectContaining({ kind: 'invalid_handle' }));
   });
 });
