@@ -3,6 +3,7 @@ import { existsSync, realpathSync } from 'node:fs';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { packagePath } from '../util/package-root.js';
+import { z } from '../util/zod.js';
 import { execa } from 'execa';
 import type { Capabilities } from '../adapters/types.js';
 import type { PinnedCli, ProviderName, Transport } from '../handles/schema.js';
@@ -48,11 +49,9 @@ export interface WorkDir {
   realPath: string;
 }
 
-export interface ProbeRequest {
-  method: string;
-  name?: string;
-  arguments?: unknown;
-}
+/** One line of the MCP probe's request log (certify/mcp-probe.ts writes it). */
+const ProbeRequest = z.object({ method: z.string(), name: z.string().optional(), arguments: z.unknown().optional() });
+export type ProbeRequest = z.infer<typeof ProbeRequest>;
 
 export interface CalProcessResult {
   code: number;
@@ -304,7 +303,15 @@ export class ScenarioContext {
     if (project) await allowProbeToolInProject(this.provider, project.realPath);
     const requests = async () => {
       const text = await fs.readFile(log, 'utf8').catch(() => '');
-      return text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as ProbeRequest);
+      // A line the probe was still writing (or one that is no request) is not a request.
+      return text.split('\n').flatMap((l) => {
+        try {
+          const parsed = ProbeRequest.safeParse(JSON.parse(l));
+          return parsed.success ? [parsed.data] : [];
+        } catch {
+          return [];
+        }
+      });
     };
     return { config, requests, calls: async () => (await requests()).filter((r) => r.method === 'tools/call') };
   }

@@ -1,6 +1,7 @@
 import { closeSync, openSync, readdirSync, readSync } from 'node:fs';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { z } from '../../util/zod.js';
 import { CalError } from '../../errors.js';
 
 /**
@@ -89,6 +90,9 @@ export function sessionFolders(env: Record<string, string>, cwd: string): string
   return folders;
 }
 
+/** The first line of a Pi session file (its other fields are Pi's business). */
+const SessionHeader = z.object({ type: z.literal('session'), id: z.string() }).passthrough();
+
 /** The `id` of a session file's header line, or null when the file has no session header. */
 export function readHeaderId(file: string): string | null {
   let fd: number | null = null;
@@ -97,8 +101,8 @@ export function readHeaderId(file: string): string | null {
     const buf = Buffer.alloc(4096);
     const n = readSync(fd, buf, 0, buf.length, 0);
     const first = buf.subarray(0, n).toString('utf8').split('\n')[0] ?? '';
-    const header = JSON.parse(first) as { type?: unknown; id?: unknown };
-    return header.type === 'session' && typeof header.id === 'string' ? header.id : null;
+    const header = SessionHeader.safeParse(JSON.parse(first));
+    return header.success ? header.data.id : null;
   } catch {
     return null;
   } finally {
