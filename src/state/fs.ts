@@ -1,5 +1,5 @@
 import { randomBytes } from '../util/random.js';
-import { closeSync, fchmodSync, constants as fsConstants, fstatSync, fsyncSync, lstatSync, openSync, readFileSync, readSync, renameSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, fchmodSync, constants as fsConstants, fstatSync, fsyncSync, lstatSync, openSync, readFileSync, readSync, renameSync, unlinkSync, writeFileSync, writeSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import type { z } from '../util/zod.js';
 import { CalError } from '../errors.js';
@@ -123,16 +123,17 @@ export async function refuseSymlink(file: string): Promise<void> {
   }
 }
 
-type StateText = { text: string } | { missing: true } | { symlink: true } | { notRegular: string };
+/** Why a state file was not read: not there, a symlink, or something else than a regular file. */
+type NotRead = { missing: true } | { symlink: true } | { notRegular: string };
 
 /**
- * The text of a small state file, read synchronously: a command reads up to hundreds of them
+ * Reads a small state file synchronously with `read`: a command reads up to hundreds of them
  * (inspect of every handle), and a thread-pool round trip per open, stat, read and close costs
  * more than the reads. Never through a symlink, never blocking: a FIFO planted in place of a
  * record would otherwise hang cal in open() until some writer appears (O_NONBLOCK, then fstat),
  * and anything but a regular file is refused.
  */
-function readStateText(file: string): StateText {
+function readStateFile<T>(file: string, read: (fd: number, st: Stats) => T): { value: T } | NotRead {
   let fd: number;
   try {
     fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
@@ -145,7 +146,7 @@ function readStateText(file: string): StateText {
   try {
     const st = fstatSync(fd);
     if (!st.isFile()) return { notRegular: st.isDirectory() ? 'a directory' : st.isFIFO() ? 'a FIFO' : 'not a regular file' };
-    return { text: readFileSync(fd, 'utf8') };
+    return { value: read(fd, st) };
   } finally {
     closeSync(fd);
   }
@@ -179,13 +180,13 @@ export type ReadResult<T> = { ok: true; value: T } | { ok: false; reason: 'missi
 
 /** Reads a JSON file through its schema. Never follows a symlink; never modifies the file. */
 export async function readJsonFile<S extends z.ZodType>(file: string, schema: S): Promise<ReadResult<z.infer<S>>> {
-  const read = readStateText(file);
+  const read = readStateFile(file, (fd) => readFileSync(fd, 'utf8'));
   if ('missing' in read) return { ok: false, reason: 'missing' };
   if ('symlink' in read) return { ok: false, reason: 'corrupt', detail: 'it is a symlink' };
   if ('notRegular' in read) return { ok: false, reason: 'corrupt', detail: `it is ${read.notRegular}` };
   let raw: unknown;
   try {
-    raw = JSON.parse(read.text);
+    raw = JSON.parse(read.value);
   } catch (err) {
     return { ok: false, reason: 'corrupt', detail: `not valid JSON (${(err as Error).message})` };
   }
@@ -210,21 +211,10 @@ export interface LogCursor {
  * whole, and a follower reads only what was appended, never the whole log again. A log that is
  * another file now, or shorter than the cursor, is read from its start; a missing one is no lines
  * (cursor null). Never through a symlink, never blocking, nothing but a regular file (as
- * readStateText). A line that is not JSON (torn by a crash) is skipped, never fatal.
+ * readStateFile). A line that is not JSON (torn by a crash) is skipped, never fatal.
  */
 export function readJsonLinesSince(file: string, cursor: LogCursor | null): { values: unknown[]; cursor: LogCursor | null } {
-  let fd: number;
-  try {
-    fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return { values: [], cursor: null };
-    if (code === 'ELOOP') throw symlinkError(file);
-    throw err;
-  }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw notRegularError(file, st.isDirectory() ? 'a directory' : st.isFIFO() ? 'a FIFO' : 'not a regular file');
+  const read = readStateFile(file, (fd, st) => {
     const start = cursor && cursor.dev === st.dev && cursor.ino === st.ino && cursor.offset <= st.size ? cursor.offset : 0;
     const buf = Buffer.alloc(st.size - start);
     let got = 0;
@@ -245,7 +235,9 @@ export function readJsonLinesSince(file: string, cursor: LogCursor | null): { va
       }
     }
     return { values, cursor: { dev: st.dev, ino: st.ino, offset: start + whole } };
-  } finally {
-    closeSync(fd);
-  }
+  });
+  if ('missing' in read) return { values: [], cursor: null };
+  if ('symlink' in read) throw symlinkError(file);
+  if ('notRegular' in read) throw notRegularError(file, read.notRegular);
+  return read.value;
 }
