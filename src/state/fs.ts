@@ -206,14 +206,14 @@ export interface LogCursor {
 }
 
 /**
- * The whole lines a JSONL log gained since `cursor` (all of it without one), parsed, and where
- * the next read begins: past the last newline, so a line still being written is read once it is
+ * The whole lines a JSONL log gained since `cursor` (all of it without one), parsed, where this
+ * read began (`from`: 0 when it read the log from its start) and where the next one begins: past the last newline, so a line still being written is read once it is
  * whole, and a follower reads only what was appended, never the whole log again. A log that is
  * another file now, or shorter than the cursor, is read from its start; a missing one is no lines
  * (cursor null). Never through a symlink, never blocking, nothing but a regular file (as
  * readStateFile). A line that is not JSON (torn by a crash) is skipped, never fatal.
  */
-export function readJsonLinesSince(file: string, cursor: LogCursor | null): { values: unknown[]; cursor: LogCursor | null } {
+export function readJsonLinesSince(file: string, cursor: LogCursor | null): { values: unknown[]; cursor: LogCursor | null; from: number } {
   const read = readStateFile(file, (fd, st) => {
     const start = cursor && cursor.dev === st.dev && cursor.ino === st.ino && cursor.offset <= st.size ? cursor.offset : 0;
     const buf = Buffer.alloc(st.size - start);
@@ -234,9 +234,9 @@ export function readJsonLinesSince(file: string, cursor: LogCursor | null): { va
         // torn by a crash: skipped
       }
     }
-    return { values, cursor: { dev: st.dev, ino: st.ino, offset: start + whole } };
+    return { values, cursor: { dev: st.dev, ino: st.ino, offset: start + whole }, from: start };
   });
-  if ('missing' in read) return { values: [], cursor: null };
+  if ('missing' in read) return { values: [], cursor: null, from: 0 };
   if ('symlink' in read) throw symlinkError(file);
   if ('notRegular' in read) throw notRegularError(file, read.notRegular);
   return read.value;

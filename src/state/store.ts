@@ -6,7 +6,7 @@ import { z } from '../util/zod.js';
 import { CalError } from '../errors.js';
 import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleId, HandleName, VersionProbe } from '../handles/schema.js';
 import { readSettledMark, saveSettledMark, type SettledMark } from './settled-mark.js';
-import { eventsSince, type EventRecord } from './event-log.js';
+import { EventLogs, eventsSince, type EventRecord } from './event-log.js';
 import { appendJsonLine, ensurePrivateDir, readJsonFile, refuseNonDirectory, refuseNonRegular, refuseSymlink, stateWriteError, writeJsonAtomic, type LogCursor } from './fs.js';
 import { LockDirectory } from './lock.js';
 import { resolveStateDir, stateLayout, type StateLayout } from './paths.js';
@@ -95,6 +95,7 @@ export class StateStore {
    * the unreadable ones, and a file that has not changed since is not parsed a second time.
    */
   private readonly parsedHandleFiles = new Map<string, string>();
+  private readonly eventLogs = new EventLogs();
 
   private constructor(root: string) {
     this.layout = stateLayout(root);
@@ -235,12 +236,13 @@ export class StateStore {
   }
 
   async readEvents(id: string): Promise<EventRecord[]> {
-    return (await this.readEventsSince(id, null)).events;
+    return this.eventLogs.all(this.eventsFile(id));
   }
 
   /** The events recorded since `cursor` (every one without it), and where the next read begins. */
   async readEventsSince(id: string, cursor: LogCursor | null): Promise<{ events: EventRecord[]; cursor: LogCursor | null }> {
-    return eventsSince(this.eventsFile(id), cursor);
+    const { events, cursor: next } = eventsSince(this.eventsFile(id), cursor);
+    return { events, cursor: next };
   }
 
   /** Whether the handle's own file is still there (a handle removed meanwhile is not). */

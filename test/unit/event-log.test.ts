@@ -3,6 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readJsonLinesSince } from '../../src/state/fs.js';
+import { EventLogs } from '../../src/state/event-log.js';
 import { StateStore } from '../../src/state/store.js';
 import { scratchDir } from '../support/cal.js';
 import { kindOf } from '../support/errors.js';
@@ -52,7 +53,7 @@ describe('the event log, read as it grows', () => {
     renameSync(other, log);
     expect(readJsonLinesSince(log, seen.cursor).values).toEqual([{ n: 8 }, { n: 9 }, { n: 10 }]);
 
-    expect(readJsonLinesSince(path.join(root, 'gone.jsonl'), seen.cursor)).toEqual({ values: [], cursor: null });
+    expect(readJsonLinesSince(path.join(root, 'gone.jsonl'), seen.cursor)).toEqual({ values: [], cursor: null, from: 0 });
   });
 
   it('a torn line is skipped, and multi-byte text split across reads comes out whole', () => {
@@ -78,6 +79,32 @@ describe('the event log, read as it grows', () => {
     expect(await store.readEvents('abcdef123')).toEqual(read.events);
     await store.appendEvent(event('failed'));
     expect((await store.readEventsSince('abcdef123', read.cursor)).events.map((e) => e.event)).toEqual(['failed']);
+  });
+
+  it('a log read whole again (inspect, every second in the TUI) parses only what it gained, and each caller gets an array of its own', () => {
+    const logs = new EventLogs();
+    const event = (name: string) => `${JSON.stringify({ time: '2026-12-03T00:00:00.000Z', handle: 'h', event: name })}\n`;
+    writeFileSync(log, event('running') + event('completed'));
+    const first = logs.all(log);
+    expect(first.map((e) => e.event)).toEqual(['running', 'completed']);
+    first.pop();
+    appendFileSync(log, event('failed'));
+    // The bytes read before are not read again: changed in place, they still read as they were.
+    const text = event('running') + event('completed') + event('failed');
+    writeFileSync(log, text.replace('"running"', '"changed"'));
+    expect(logs.all(log).map((e) => e.event)).toEqual(['running', 'completed', 'failed']);
+    // Another file in its place, or a shorter log, is read whole again; a missing one is no events.
+    const other = path.join(root, 'other.jsonl');
+    writeFileSync(other, event('queued'));
+    renameSync(other, log);
+    expect(logs.all(log).map((e) => e.event)).toEqual(['queued']);
+    expect(logs.all(path.join(root, 'gone.jsonl'))).toEqual([]);
+    // Only the last few logs are kept: an older one is read whole (and right) again.
+    for (let i = 0; i < 6; i++) {
+      writeFileSync(path.join(root, `l${i}.jsonl`), event(`e${i}`));
+      logs.all(path.join(root, `l${i}.jsonl`));
+    }
+    expect(logs.all(log).map((e) => e.event)).toEqual(['queued']);
   });
 
   it('a symlink in place of the log is refused', async () => {
