@@ -32,6 +32,7 @@ const KEPT_LOGS = 4;
  * Whole event logs, read again as they grow: a view that shows a handle's events every second
  * (the TUI, through inspect) reads and parses only what the log gained since it last looked, for
  * the few logs it read last. A log that is another file now, or shorter, is read whole again.
+ * Each call returns copies of the events, as a first read would.
  */
 export class EventLogs {
   private readonly kept = new Map<string, { cursor: LogCursor; events: EventRecord[] }>();
@@ -48,7 +49,12 @@ export class EventLogs {
       if (this.kept.size <= KEPT_LOGS) break;
       this.kept.delete(oldest);
     }
-    // The caller's own array: what it does with it never changes what is kept.
-    return [...events];
+    // The caller's own copies: what it does with them never changes what is kept (a copy costs a
+    // tenth of parsing and checking the line again).
+    return events.map(copyOf);
   }
+}
+
+function copyOf(e: EventRecord): EventRecord {
+  return e.detail === undefined ? { ...e } : { ...e, detail: JSON.parse(JSON.stringify(e.detail)) as Record<string, unknown> };
 }

@@ -81,18 +81,22 @@ describe('the event log, read as it grows', () => {
     expect((await store.readEventsSince('abcdef123', read.cursor)).events.map((e) => e.event)).toEqual(['failed']);
   });
 
-  it('a log read whole again (inspect, every second in the TUI) parses only what it gained, and each caller gets an array of its own', () => {
+  it('a log read whole again (inspect, every second in the TUI) parses only what it gained, and each caller gets copies of its own', () => {
     const logs = new EventLogs();
-    const event = (name: string) => `${JSON.stringify({ time: '2026-12-03T00:00:00.000Z', handle: 'h', event: name })}\n`;
+    const event = (name: string) => `${JSON.stringify({ time: '2026-12-03T00:00:00.000Z', handle: 'h', event: name, detail: { n: 1 } })}\n`;
     writeFileSync(log, event('running') + event('completed'));
     const first = logs.all(log);
     expect(first.map((e) => e.event)).toEqual(['running', 'completed']);
     first.pop();
+    (first[0] as { event: string }).event = 'edited by the caller';
     appendFileSync(log, event('failed'));
     // The bytes read before are not read again: changed in place, they still read as they were.
     const text = event('running') + event('completed') + event('failed');
     writeFileSync(log, text.replace('"running"', '"changed"'));
-    expect(logs.all(log).map((e) => e.event)).toEqual(['running', 'completed', 'failed']);
+    const again = logs.all(log);
+    expect(again.map((e) => e.event)).toEqual(['running', 'completed', 'failed']);
+    (again[1]?.detail as { n: number }).n = 2;
+    expect(logs.all(log)[1]?.detail).toEqual({ n: 1 });
     // Another file in its place, or a shorter log, is read whole again; a missing one is no events.
     const other = path.join(root, 'other.jsonl');
     writeFileSync(other, event('queued'));
