@@ -3,6 +3,7 @@ import { existsSync, realpathSync } from 'node:fs';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { packagePath } from '../util/package-root.js';
+import { feedJsonLines } from '../util/json-lines.js';
 import { z } from '../util/zod.js';
 import { execa } from 'execa';
 import type { Capabilities } from '../adapters/types.js';
@@ -304,14 +305,12 @@ export class ScenarioContext {
     const requests = async () => {
       const text = await fs.readFile(log, 'utf8').catch(() => '');
       // A line the probe was still writing (or one that is no request) is not a request.
-      return text.split('\n').flatMap((l) => {
-        try {
-          const parsed = ProbeRequest.safeParse(JSON.parse(l));
-          return parsed.success ? [parsed.data] : [];
-        } catch {
-          return [];
-        }
+      const out: ProbeRequest[] = [];
+      feedJsonLines(text, (value) => {
+        const parsed = ProbeRequest.safeParse(value);
+        if (parsed.success) out.push(parsed.data);
       });
+      return out;
     };
     return { config, requests, calls: async () => (await requests()).filter((r) => r.method === 'tools/call') };
   }

@@ -3,6 +3,7 @@ import { closeSync, fchmodSync, constants as fsConstants, fstatSync, fsyncSync, 
 import path from 'node:path';
 import type { z } from '../util/zod.js';
 import { CalError } from '../errors.js';
+import { feedJsonLines } from '../util/json-lines.js';
 
 export { ensurePrivateDir } from '../util/private-dir.js';
 
@@ -226,14 +227,7 @@ export function readJsonLinesSince(file: string, cursor: LogCursor | null): { va
     const whole = buf.subarray(0, got).lastIndexOf(0x0a) + 1;
     const values: unknown[] = [];
     // A newline is never inside a UTF-8 sequence: the whole lines decode alone.
-    for (const line of buf.toString('utf8', 0, whole).split('\n')) {
-      if (!line.trim()) continue;
-      try {
-        values.push(JSON.parse(line));
-      } catch {
-        // torn by a crash: skipped
-      }
-    }
+    feedJsonLines(buf.toString('utf8', 0, whole), (value) => value !== undefined && values.push(value));
     return { values, cursor: { dev: st.dev, ino: st.ino, offset: start + whole }, from: start };
   });
   if ('missing' in read) return { values: [], cursor: null, from: 0 };

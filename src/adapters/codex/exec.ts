@@ -1,7 +1,7 @@
 import { lstatSync } from 'node:fs';
 import { z } from '../../util/zod.js';
 import { CalError } from '../../errors.js';
-import { feedJsonLines } from '../json-lines.js';
+import { feedJsonLines } from '../../util/json-lines.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
 import type { LaunchRequest, StructuredRunRequest, StructuredTurnResult } from '../types.js';
 import { cliMissingIfUnstarted, runJsonlProcess } from '../structured-process.js';
