@@ -112,7 +112,7 @@ async function livePane(s) {
     "`cal continue` on a live pane: cal's own time ≤ 100 ms",
     median(own),
     100,
-    `process start → paste sent ${fmt(median(toPaste))}: to cal's entry ${part('start', 'main')} (node's own start-up, \`node -e 0\`: ${fmt(nodeStartup)}), ` +
+    `process start → paste sent ${fmt(median(toPaste))}: to cal's entry ${part('start', 'main')} (node's own start-up, \`node -e 0\`: ${Number.isNaN(nodeStartup) ? 'not measured in this run' : fmt(nodeStartup)}), ` +
       `module graph ${part('main', 'command-loaded')}, state and tmux work before the paste ${part('command-loaded', 'paste-sent')}; ` +
       `end-of-turn record → exit ${fmt(median(afterEnd))}: record read ${part('end', 'end-read')}, turn saved and exit ${part('end-read', 'exit')} (medians)`,
   );
@@ -233,7 +233,12 @@ async function structured() {
   if (run.code !== 0 && found === 0) report.failed('`cal continue` on the structured transport (bench/structured.mjs)', `exited ${run.code}: ${(run.stderr || run.stdout).trim().slice(-400)}`);
 }
 
-/** 16 Claude sessions continued at once: every answer right, the slowest within 3x the fastest. */
+/**
+ * 16 Claude sessions continued at once: every answer right, the slowest within 3x the fastest.
+ * Measured in RUNS rounds, like every other target, and judged on their median: one round's
+ * slowest-to-fastest is the most chance-bound figure of the run (which of the 16 pastes first,
+ * while the rest still start), so every round is printed beside the verdict, the worst included.
+ */
 async function concurrent() {
   const dir = path.join(scratch, 'state-16');
   stateDirs.push(dir);
@@ -244,18 +249,34 @@ async function concurrent() {
     );
     for (const run of batch) handles.push(handleOf(must(run, 'cal start (16)')));
   }
-  // The 16 panes just started keep the CPU busy for seconds after their first turn (their start-up
-  // work, measured: 20-45% of 2 cores for over 10 s): each measurement of 16 at once, the target
-  // and the three beside it, begins on a machine as quiet as 16 idle panes leave it.
-  const quiet = await untilQuiet();
-  const runs = await Promise.all(handles.map((h) => cal(['continue', h, 'What was the codeword?'], claudeEnv, dir)));
-  const wrong = runs.map((r, i) => (r.code === 0 && codeword(r, `CW${i}`) ? null : `#${i}: exit ${r.code} ${JSON.stringify((r.stdout || r.stderr).trim().slice(0, 120))}`)).filter(Boolean);
-  const times = runs.map((r) => r.ms);
-  const fastest = Math.min(...times);
-  const slowest = Math.max(...times);
-  if (wrong.length) report.failed(`${CONCURRENT} sessions continued at once: all correct, slowest ≤ 3x fastest`, `${wrong.length} wrong: ${wrong.join('; ')}`);
-  else report.relative(`${CONCURRENT} sessions continued at once on ${os.cpus().length} cores: all correct, slowest ≤ 3x fastest`, slowest, fastest, 3, 'fastest', `all ${CONCURRENT} answers right; median ${fmt(median(times))}; ${quietly(quiet)}`);
-  // Context only: what goes wrong there is a note, never the target's verdict.
+  const target = `${CONCURRENT} sessions continued at once on ${os.cpus().length} cores: all correct, slowest ≤ 3x fastest (median of ${RUNS} rounds)`;
+  const rounds = [];
+  for (let round = 0; round < RUNS; round++) {
+    // The 16 panes just started keep the CPU busy for seconds after their first turn (their start-up
+    // work, measured: 20-45% of 2 cores for over 10 s), and a round's turns leave work behind too:
+    // each round, and each measurement beside the target, begins on a machine as quiet as 16 idle
+    // panes leave it.
+    const quiet = await untilQuiet();
+    const runs = await Promise.all(handles.map((h) => cal(['continue', h, `What was the codeword? (round ${round + 1})`], claudeEnv, dir)));
+    const wrong = runs.map((r, i) => (r.code === 0 && codeword(r, `CW${i}`) ? null : `#${i}: exit ${r.code} ${JSON.stringify((r.stdout || r.stderr).trim().slice(0, 120))}`)).filter(Boolean);
+    if (wrong.length) {
+      report.failed(target, `round ${round + 1}: ${wrong.length} wrong: ${wrong.join('; ')}`);
+      return;
+    }
+    const times = runs.map((r) => r.ms);
+    rounds.push({ fastest: Math.min(...times), slowest: Math.max(...times), median: median(times), quiet });
+  }
+  const ratios = rounds.map((r) => r.slowest / r.fastest);
+  const worst = rounds[ratios.indexOf(Math.max(...ratios))];
+  report.ratio(
+    target,
+    median(ratios),
+    3,
+    median(ratios) <= 3,
+    `all ${CONCURRENT} answers right in every round; rounds ${ratios.map((x) => `${x.toFixed(2)}x`).join(', ')} (${ratios.filter((x) => x > 3).length} over 3x); ` +
+      `worst round: fastest ${fmt(worst.fastest)}, median ${fmt(worst.median)}, slowest ${fmt(worst.slowest)}; first round ${quietly(rounds[0].quiet)}`,
+  );
+  // Context only, one round each: what goes wrong there is a note, never the target's verdict.
   const context = async (what, fn) => untilQuiet().then(fn).catch((err) => report.notes.push(`${what} could not be measured: ${err instanceof Error ? err.message : String(err)}`));
   await context(`the ${CONCURRENT} panes without cal`, () => withoutCal(dir, handles));
   await context(`the ${CONCURRENT} cals in sessions of their own`, () => inSessionsOfTheirOwn(dir, handles));
