@@ -139,12 +139,18 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
   // When the CLI last wrote a record (or cal last pressed the adapter's stall keys).
   let lastRecordAt = Date.now();
 
+  // The turn's record says `running` once the CLI has recorded the message: written after the
+  // read that found it, and only when that read did not find the turn's end as well. A turn that
+  // arrives whole in one read goes from `sending` (with its sentAt) straight to its end, one
+  // fsync'd write fewer between the CLI's end record and cal's exit; a cal killed in between
+  // leaves it `sending`, which recover settles from the transcript as it settles `running`.
+  let runningDue = false;
   const onRecord = async () => {
     fedRecords++;
     lastRecordAt = Date.now();
     if (!recorded && observer.observation.phase !== 'waiting') {
       recorded = true;
-      await hooks.onRecorded(observerKey(observer));
+      runningDue = true;
       await hooks.emit('running', { turnKey: observerKey(observer) });
     }
     // Progress after every record, so --stream shows a turn in the order the CLI wrote it,
@@ -159,7 +165,12 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
       throw new CalError('resume_unavailable', `the ${adapter.name} transcript ${transcriptPath} is shorter than what cal already read: it was replaced or truncated`);
     }
     offset = fed.offset;
-    return observer.observation.phase === 'ended';
+    const ended = observer.observation.phase === 'ended';
+    if (runningDue) {
+      runningDue = false;
+      if (!ended) await hooks.onRecorded(observerKey(observer));
+    }
+    return ended;
   };
   const settle = async (status: ProviderHandle['status']) => {
     handle = {

@@ -31,7 +31,10 @@ export interface EngineHooks {
   onSent?(): Promise<void>;
   /** Called right after a pane was created, before it is recorded on the handle. */
   onPaneLaunched?(): Promise<void>;
-  /** Called once the CLI recorded our message (turn status `running`, with the CLI's key). */
+  /**
+   * Called once the CLI recorded our message (turn status `running`, with the CLI's key). The tmux
+   * transport skips it when the same read of the transcript held the turn's end too.
+   */
   onRecorded(turnKey: string | null): Promise<void>;
   /** Called whenever the provider handle changed and must be saved (pane, id, offset). */
   onHandleChanged(handle: ProviderHandle, panes: PaneChange): Promise<void>;

@@ -82,6 +82,24 @@ describe('§4 rows through the engine (fake tmux, fake CLI)', () => {
     expect(w.adapter.launches.map((l) => l.mode)).toEqual(['fresh']);
     expect(handle.nativeSessionId).toBe('sess-1');
     expect(handle.tmux?.panePid).toBeGreaterThan(0);
+    // The whole turn came in one read: no `running` record between the send and the end.
+    expect(w.hooks.statuses).toEqual(['sending', 'sent']);
+    expect(w.hooks.events).toContain('running');
+  });
+
+  it('a turn whose end comes in a later read than its message is recorded running in between', async () => {
+    const w = fakeWorld();
+    let sessionId = '';
+    w.cli.behaviour = (message, pane) => {
+      sessionId = w.cli.sessionOf(pane);
+      return [{ t: 'user', text: message, key: 'k1' }];
+    };
+    const turn = runProviderTurn(w.request(providerHandle(), 'slow one'));
+    for (let i = 0; i < 100 && !w.hooks.statuses.includes('running'); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(w.hooks.statuses).toEqual(['sending', 'sent', 'running']);
+    w.cli.write(sessionId, [{ t: 'answer', text: 'echo: slow one' }, { t: 'end' }]);
+    const { outcome } = await turn;
+    expect(outcome).toMatchObject({ status: 'completed', answer: 'echo: slow one' });
     expect(w.hooks.statuses).toEqual(['sending', 'sent', 'running']);
   });
 
