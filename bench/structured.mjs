@@ -7,8 +7,9 @@
 //   gemini:      gemini --resume <id> --output-format stream-json --prompt=<message>
 // Each provider gets the scripted model, a throwaway home, one session started by cal (resumed
 // with `cal continue <handle>`) and one started by the bare CLI itself (resumed by it). Turns
-// alternate (bare, cal, bare, cal, …) so both see the same machine load and the same history
-// length. Prints the medians, their ratio and PASS/MISS against the target (cal ≤ 1.15× bare).
+// come in pairs, bare then cal and cal then bare in turn, each once the other's CLI has exited,
+// so both see the same machine load and the same history length. Prints the medians, their
+// ratio and PASS/MISS against the target (cal ≤ 1.15× bare).
 //
 // Codex's bare side is the `codex` command as npm installs it (a node wrapper that execs the
 // native binary: what a user types); cal runs the native binary itself, so the native binary's own
@@ -60,6 +61,21 @@ function recalled(stdout) {
     }
   });
   return stdout.includes('The codeword was BENCH.') || pieces.join('').includes('The codeword was BENCH.');
+}
+
+/**
+ * Waits (up to 2 s) until no process has `dir` as its working directory: the CLI a run started
+ * (and anything it left behind) is gone before the next measurement begins.
+ */
+async function untilNoProcessIn(dir) {
+  const real = await fs.realpath(dir);
+  const deadline = performance.now() + 2000;
+  while (performance.now() < deadline) {
+    const pids = (await fs.readdir('/proc')).filter((name) => /^\d+$/.test(name));
+    const cwds = await Promise.all(pids.map((pid) => fs.readlink(`/proc/${pid}/cwd`).catch(() => null)));
+    if (!cwds.includes(real)) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }
 
 function must(res, what) {
@@ -144,12 +160,17 @@ async function bench(provider) {
     const afterMs = [];
     const heldMs = [];
     const nativeMs = [];
-    for (let i = 0; i < TURNS; i++) {
-      const message = `What was the codeword? (${i})`;
+    const bareTurn = async (i, message) => {
       const b = must(await bare.resume(message), `bare resume ${i}`);
       if (!recalled(b.out)) throw new Error(`bare resume ${i} did not recall: ${b.out.slice(-300)}`);
       bareMs.push(b.ms);
-      if (native) nativeMs.push(must(await native.resume(message), `native resume ${i}`).ms);
+      await untilNoProcessIn(bareWork);
+      if (native) {
+        nativeMs.push(must(await native.resume(message), `native resume ${i}`).ms);
+        await untilNoProcessIn(bareWork);
+      }
+    };
+    const calTurn = async (i, message) => {
       const trace = path.join(scratch, 'trace');
       await fs.rm(trace, { force: true });
       const started = performance.timeOrigin + performance.now();
@@ -158,6 +179,9 @@ async function bench(provider) {
       const c = must(await run([process.execPath, ...prof, cal, '--state-dir', state, 'continue', handle, message], { env: { ...env, CAL_TRACE_TIMING: trace }, cwd: calWork }), `cal continue ${i}`);
       if (c.out.trim() !== 'The codeword was BENCH.') throw new Error(`cal continue ${i} answered ${c.out.trim()}`);
       calMs.push(c.ms);
+      // cal returns on Claude's result while its claude -p goes on for 20-50 ms: the next
+      // measurement starts once it is gone, so neither side's run overlaps the other's CLI.
+      await untilNoProcessIn(calWork);
       // cal's own share: from its spawn to the CLI's, and from the CLI's end (its exit, or for
       // Claude its result event) to its own exit.
       const marks = Object.fromEntries((await fs.readFile(trace, 'utf8').catch(() => '')).split('\n').filter(Boolean).map((l) => [l.split(' ')[2], Number(l.split(' ')[0])]));
@@ -167,6 +191,19 @@ async function bench(provider) {
         afterMs.push(started + c.ms - marks['structured-exited']);
         // A CLI started ahead of its message (Claude): how long it held before cal sent it.
         if (marks['structured-sent']) heldMs.push(marks['structured-sent'] - marks['structured-spawned']);
+      }
+    };
+    // Pairs in alternating order (bare then cal, cal then bare, …): whichever side runs second
+    // never always follows the same one, so what one side leaves behind (a CLI still exiting, the
+    // kernel freeing its memory) weighs on both alike.
+    for (let i = 0; i < TURNS; i++) {
+      const message = `What was the codeword? (${i})`;
+      if (i % 2 === 0) {
+        await bareTurn(i, message);
+        await calTurn(i, message);
+      } else {
+        await calTurn(i, message);
+        await bareTurn(i, message);
       }
     }
     return { provider, version: pinned.version, calMs, bareMs, nativeMs, beforeMs, cliMs, afterMs, heldMs };
@@ -190,7 +227,7 @@ for (const provider of providers) {
   const ratio = median(r.calMs) / median(r.bareMs);
   const verdict = ratio <= TARGET ? 'PASS' : 'MISS';
   if (verdict === 'MISS') missed++;
-  console.log(`${provider} ${r.version}, ${TURNS} resumed turns each, alternating:`);
+  console.log(`${provider} ${r.version}, ${TURNS} resumed turns each, in pairs of alternating order:`);
   console.log(`  bare CLI resume            ${fmt(r.bareMs)}`);
   if (r.nativeMs.length) console.log(`  (its native binary alone  ${fmt(r.nativeMs)}, ratio ${(median(r.calMs) / median(r.nativeMs)).toFixed(2)}x)`);
   console.log(`  cal continue (structured)  ${fmt(r.calMs)}`);
