@@ -8,6 +8,7 @@ import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 import { pinnedCli, repoRoot } from '../support/clis.js';
 import { listRollouts, readRollout } from '../support/codex-home.js';
 import { sharedTmuxScenarios, TIMEOUT } from '../support/shared-scenarios.js';
+import { busyWhileStructuredTurnRuns } from '../support/structured-busy.js';
 import { processExited } from '../../src/util/process-identity.js';
 
 /**
@@ -288,6 +289,10 @@ describe('Codex with --transport structured, end to end', () => {
     for (let k = 1; k < turns.length; k++) expect(turns[k]!.userMessages).toEqual([...turns[k - 1]!.userMessages, messages[k]]);
     const proc = (await inspect()).provider.cliProcess as { pid: number } | null;
     if (proc) await waitFor('the last codex exec to exit', async () => processExited(proc.pid));
+  });
+
+  it('a continue while a structured turn runs: busy (5) at once, never sent; with --wait it waits in line and runs as its own turn', async () => {
+    await busyWhileStructuredTurnRuns({ cal, inspect, server: s.server, handle, codeword: 'PEAR', timeout: TIMEOUT });
   });
 
   it('cal killed mid-turn: once codex finished, cal recover settles the turn from the rollout and sends nothing', async () => {

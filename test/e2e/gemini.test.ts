@@ -8,6 +8,7 @@ import { processesMarkedBy } from '../../src/certify/processes.js';
 import { processRunning, processesTagged } from '../../src/util/tagged-processes.js';
 import { eventsOf, runCal, type CalRun } from '../support/cal.js';
 import { cliSuite, pinnedVersion, type CliSuite } from '../support/cli-suite.js';
+import { busyWhileStructuredTurnRuns } from '../support/structured-busy.js';
 
 /**
  * Gemini CLI acceptance: the real pinned binary (0.61.0) against the scripted model, driven
@@ -312,6 +313,10 @@ describe('Gemini CLI through the structured (headless) transport, end to end', (
     const turns = server.turnRequests();
     expect(turns.map((t) => t.lastUserMessage)).toEqual(messages);
     for (let k = 1; k < turns.length; k++) expect(turns[k]!.userMessages).toEqual([...turns[k - 1]!.userMessages, messages[k]]);
+  });
+
+  it('a continue while a structured turn runs: busy (5) at once, never sent; with --wait it waits in line and runs as its own turn', async () => {
+    await busyWhileStructuredTurnRuns({ cal, inspect, server, handle, codeword: 'FIG', timeout: TIMEOUT });
   });
 
   it('cal killed mid-turn: once Gemini finished, cal recover settles the turn from the session file and sends nothing', async () => {

@@ -11,6 +11,7 @@ import type { ModelServer } from '../../src/model/server.js';
 import { handleFromStderr, interruptedCal, runCal, type CalRun } from '../support/cal.js';
 import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 import { calBin, pinnedCli } from '../support/clis.js';
+import { busyWhileStructuredTurnRuns } from '../support/structured-busy.js';
 import { processExists } from '../support/structured-fakes.js';
 import { processExited } from '../../src/util/process-identity.js';
 
@@ -206,6 +207,13 @@ describe('Claude Code with --transport structured, end to end', () => {
     expect(plain.stdout.trim()).toBe('Tool finished: PLAIN-OUT');
     expect(plain.stderr).toMatch(/^tool: shell echo PLAIN-OUT \(running\)$/m);
     expect(plain.stderr).toMatch(/^tool: shell echo PLAIN-OUT → completed: PLAIN-OUT$/m);
+  });
+
+  // A resumed structured turn starts its claude -p before taking the handle's lock: a caller that
+  // finds the handle busy must discard it unsent, and one that waits in line must not send through
+  // the claude -p it started while the other turn ran (the session has changed since).
+  it('a continue while a structured turn runs: busy (5) at once, never sent; with --wait it waits in line and runs as its own turn', async () => {
+    await busyWhileStructuredTurnRuns({ cal, inspect, server, handle, codeword: 'QUINCE', timeout: TIMEOUT });
   });
 
   it('system prompt and MCP config reach claude -p natively; --strict-mcp-config leaves the user\'s own MCP servers out', async () => {

@@ -10,6 +10,7 @@ import { startModelServer, type ModelServer } from '../../src/model/server.js';
 import { handleFromStderr, interruptedCal, runCal, type CalRun } from '../support/cal.js';
 import { calBin, cliBin, pinnedCli } from '../support/clis.js';
 import { makePiHome, type ModelCliHome } from '../support/model-homes.js';
+import { busyWhileStructuredTurnRuns } from '../support/structured-busy.js';
 
 /**
  * Issue 15 acceptance for Pi: `--transport structured` drives the real pinned `pi` in its JSON
@@ -170,6 +171,10 @@ describe('Pi with --transport structured, end to end', () => {
     const run = await cal(['continue', handle, '--json', ...TIMEOUT, '/exit now']);
     expect(run.code, run.stderr).toBe(0);
     expect(lastUserMessages().at(-1)).toBe('\u200b/exit now');
+  });
+
+  it('a continue while a structured turn runs: busy (5) at once, never sent; with --wait it waits in line and runs as its own turn', async () => {
+    await busyWhileStructuredTurnRuns({ cal: (args) => cal(args), inspect, server, handle, codeword: 'GUAVA', timeout: TIMEOUT });
   });
 
   it('system prompt and MCP config (through cal\'s bridge extension) reach pi --mode json', async () => {
