@@ -209,9 +209,9 @@ describe('Claude Code with --transport structured, end to end', () => {
     expect(plain.stderr).toMatch(/^tool: shell echo PLAIN-OUT → completed: PLAIN-OUT$/m);
   });
 
-  // A resumed structured turn starts its claude -p before taking the handle's lock: a caller that
-  // finds the handle busy must discard it unsent, and one that waits in line must not send through
-  // the claude -p it started while the other turn ran (the session has changed since).
+  // A resumed structured turn starts its claude -p before taking the handle's lock, so both the
+  // busy caller and the one waiting in line have a claude -p of the session running beside the
+  // slow turn's: neither may put a message into the session but its own, once, in order.
   it('a continue while a structured turn runs: busy (5) at once, never sent; with --wait it waits in line and runs as its own turn', async () => {
     await busyWhileStructuredTurnRuns({ cal, inspect, server, handle, codeword: 'QUINCE', timeout: TIMEOUT });
   });

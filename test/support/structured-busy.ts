@@ -2,6 +2,7 @@ import fs from 'node:fs/promises';
 import { expect } from 'vitest';
 import type { ModelServer } from '../../src/model/server.js';
 import { eventsOf, type CalRun } from './cal.js';
+import { until } from './structured-fakes.js';
 
 /** One structured session of a CLI's end-to-end suite, as the busy scenario needs it. */
 export interface StructuredSession {
@@ -26,10 +27,7 @@ export async function busyWhileStructuredTurnRuns(s: StructuredSession): Promise
   const queued = 'What was the codeword? (queued behind the slow turn)';
   s.server.clearLog();
   const holder = s.cal(['continue', s.handle, '--json', ...s.timeout, running]);
-  for (let i = 0; !s.server.turnRequests().some((r) => r.lastUserMessage === running); i++) {
-    if (i > 600) throw new Error('timed out waiting for the slow turn to reach the model');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await until(() => s.server.turnRequests().some((r) => r.lastUserMessage === running), 'the slow turn to reach the model');
 
   const askedAt = Date.now();
   const busy = await s.cal(['continue', s.handle, '--json', ...s.timeout, refused]);
@@ -51,7 +49,9 @@ export async function busyWhileStructuredTurnRuns(s: StructuredSession): Promise
   expect(turns.map((t) => t.lastUserMessage)).toEqual([running, queued]);
   expect(turns[1]!.userMessages.filter((m) => m === running)).toHaveLength(1);
   expect(turns.some((t) => t.userMessages.some((m) => m.includes(refused)))).toBe(false);
-  // Nor the CLI's own transcript (a CLI the busy caller started ahead of its lock is discarded unsent).
+  // Nor the CLI's own transcript. (Claude: the claude -p the busy caller started ahead of its lock
+  // is discarded unsent; one left running would end on its empty stdin as well, so this pins the
+  // outcome, not the discard.)
   const view = await s.inspect();
   expect(await fs.readFile(view.provider.transcript.path, 'utf8')).not.toContain(refused);
   expect(view.turns.find((t: { message: string }) => t.message === refused)).toMatchObject({ status: 'failed', error: { kind: 'busy' } });
