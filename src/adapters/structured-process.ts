@@ -1,10 +1,9 @@
-import { randomBytes } from '../util/random.js';
-import { closeSync, openSync, readSync, unlinkSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync, readSync, watch, type FSWatcher } from 'node:fs';
 import { timingMark } from '../util/timing.js';
 import { CalError } from '../errors.js';
+import { anonymousFile, spawnToFiles, type JsonlLaunch, type Spawned } from './early-launch.js';
+
+export type { JsonlLaunch } from './early-launch.js';
 
 /**
  * One turn of a CLI in its JSON mode: one process, the message on stdin (no argv size limit:
@@ -23,13 +22,6 @@ export interface JsonlProcessRequest extends JsonlLaunch, JsonlFollow {
   stdin: string;
   /** Called at once when the CLI process exists (its pid), so cal can record it before it waits. */
   onSpawned?(pid: number): void;
-}
-
-/** What a CLI process is started with. */
-export interface JsonlLaunch {
-  argv: string[];
-  env: Record<string, string>;
-  cwd: string;
 }
 
 /** How a started CLI process is followed to its end. */
@@ -93,17 +85,6 @@ function watchWrites(fd: number, read: () => void): FSWatcher | null {
   }
 }
 
-/** A file nobody else can open: created 0600, unlinked once `open` has opened what it needs. */
-function anonymousFile<T>(content: string, open: (file: string) => T): T {
-  const file = path.join(os.tmpdir(), `cal-cli-${randomBytes(8).toString('hex')}`);
-  writeFileSync(file, content, { mode: 0o600, flag: 'wx' });
-  try {
-    return open(file);
-  } finally {
-    unlinkSync(file);
-  }
-}
-
 /** Reads what a file descriptor gained since the last call, from where it left off. */
 function tail(fd: number): () => string {
   let position = 0;
@@ -118,39 +99,6 @@ function tail(fd: number): () => string {
       out += decoder.decode(buf.subarray(0, n), { stream: true });
     }
   };
-}
-
-type Exit = Pick<JsonlProcessResult, 'exitCode' | 'signal'>;
-
-/** A spawned CLI with its stdout and stderr in files, its end watched from the spawn on. */
-interface Spawned {
-  child: ChildProcess;
-  exit: Promise<Exit>;
-  outRead: number;
-  errRead: number;
-}
-
-function spawnToFiles(launch: JsonlLaunch, stdin: number | 'pipe'): Spawned {
-  const [outWrite, outRead] = anonymousFile('', (f) => [openSync(f, 'a'), openSync(f, 'r')] as const);
-  const [errWrite, errRead] = anonymousFile('', (f) => [openSync(f, 'a'), openSync(f, 'r')] as const);
-  let child: ChildProcess;
-  try {
-    child = spawn(launch.argv[0] as string, launch.argv.slice(1), { cwd: launch.cwd, env: launch.env, stdio: [stdin, outWrite, errWrite] });
-  } catch (err) {
-    for (const fd of [outRead, errRead]) closeSync(fd);
-    throw err;
-  } finally {
-    // The child holds its own copies once it is spawned.
-    for (const fd of [outWrite, errWrite]) closeSync(fd);
-  }
-  timingMark('structured-spawned');
-  // Watched from here on: a CLI that fails to start, or ends before it is followed, is not missed.
-  const exit = new Promise<Exit>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', (code, signal) => resolve({ exitCode: code ?? undefined, signal: signal ?? undefined }));
-  });
-  exit.catch(() => undefined);
-  return { child, exit, outRead, errRead };
 }
 
 /** Follows a spawned CLI to its end, handing over each stdout line as it completes. */
@@ -225,16 +173,15 @@ export async function runJsonlProcess(req: JsonlProcessRequest): Promise<JsonlPr
 }
 
 /**
- * Starts a CLI whose input comes later (HeldJsonlProcess). A cal that dies before `send` leaves
- * it an empty stdin, and one that dies while writing leaves it a cut one: the CLI's input format
- * must make both no message at all (Claude's stream-json input: a line that is not whole JSON,
- * or none, sends nothing).
+ * Starts a CLI whose input comes later (HeldJsonlProcess), or holds one started so already. A cal
+ * that dies before `send` leaves it an empty stdin, and one that dies while writing leaves it a
+ * cut one: the CLI's input format must make both no message at all (Claude's stream-json input:
+ * a line that is not whole JSON, or none, sends nothing).
  */
-export function startJsonlProcess(launch: JsonlLaunch): HeldJsonlProcess {
-  const proc = spawnToFiles(launch, 'pipe');
+export function startJsonlProcess(launch: JsonlLaunch, started?: Spawned): HeldJsonlProcess {
+  // `started`: this launch's process, started already with its stdin a pipe (early-launch.ts).
+  const proc = started ?? spawnToFiles(launch, 'pipe');
   const stdin = proc.child.stdin;
-  // A CLI that ended before its input was written (EPIPE) says why on stderr and by its exit.
-  stdin?.on('error', () => undefined);
   let state: 'waiting' | 'sent' | 'discarded' = 'waiting';
   let exited = false;
   void proc.exit.then(

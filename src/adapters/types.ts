@@ -1,6 +1,7 @@
 import type { PinnedCli, ProviderName, ToolPolicy } from '../handles/schema.js';
 import type { ToolActivity } from '../handles/tool-activity.js';
 import type { SupportedVersions } from './versions.js';
+import type { JsonlLaunch } from './early-launch.js';
 
 /**
  * The one interface every coding-agent CLI adapter implements. An adapter knows launch and
@@ -158,6 +159,12 @@ export interface StructuredTransport {
    * its own start-up; the message follows with `run`. Null when it cannot for this request.
    */
   start?(req: StructuredStartRequest): StartedStructuredTurn | null;
+  /**
+   * Optional, with `start`: the launch `start` makes for this request (null when it makes none).
+   * cal records it after each turn, so its entry can start the next resume's CLI before cal's
+   * modules load (early-launch.ts); `start` takes that process only for the same launch.
+   */
+  nextLaunch?(req: StructuredStartRequest): JsonlLaunch | null;
 }
 
 /** What a structured turn is started with before its message is known to be sent. */
@@ -200,8 +207,12 @@ export interface CliAdapter {
    * pinned; absent: `<exe> --version` in the given environment.
    */
   readVersion?(executable: string, env: Record<string, string>): Promise<string>;
-  /** Pre-answer startup dialogs for this working directory (trust, onboarding, …). */
-  prepare(env: Record<string, string>, config: SessionConfig): Promise<void>;
+  /**
+   * Pre-answer startup dialogs for this working directory (trust, onboarding, …). Resolves to
+   * false when everything was in place and nothing was written (a CLI started before it read the
+   * same configuration); anything else means it may have written what a CLI reads at its start.
+   */
+  prepare(env: Record<string, string>, config: SessionConfig): Promise<boolean | void>;
   launch(req: LaunchRequest): LaunchPlan;
   /** Find the transcript the CLI wrote for our first message; null while it is not there yet. */
   bindTranscript(req: BindRequest): Promise<TranscriptBinding | null>;

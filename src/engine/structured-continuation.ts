@@ -4,6 +4,7 @@ import { checkPinned } from '../adapters/resolve.js';
 import { processRuns, processStartTime } from '../util/process-identity.js';
 import { feedTranscript } from './transcript-feed.js';
 import type { StartedStructuredTurn } from '../adapters/types.js';
+import { discardEarlyLaunch, recordNextLaunch } from '../adapters/early-launch.js';
 import type { EngineResult, TurnRequest } from './types.js';
 
 /**
@@ -80,8 +81,19 @@ export async function runStructuredTurn(req: TurnRequest, text: string): Promise
     cliProcess: result.cliRunning ? spawned : null,
     status: 'idle',
   };
-  await hooks.onHandleChanged(handle, {});
+  await Promise.all([hooks.onHandleChanged(handle, {}), recordNext(req, handle)]);
   return { handle, outcome: { status: result.status, answer: result.answer, error: result.error, turnKey: null, tools: result.tools } };
+}
+
+/**
+ * Records the launch the handle's next resume makes, where the adapter starts its CLI ahead
+ * (StructuredTransport.nextLaunch), for cal's entry to start it before cal's modules load.
+ */
+async function recordNext(req: TurnRequest, handle: ProviderHandle): Promise<void> {
+  const next = req.adapter.structured?.nextLaunch;
+  if (!next || !req.sessionDir || !handle.nativeSessionId || !handle.cli) return;
+  const launch = next({ cli: handle.cli, env: req.env, config: req.config, mode: 'resume', sessionId: handle.nativeSessionId, knownTranscript: handle.transcript?.path ?? null, sessionDir: req.sessionDir });
+  if (launch) await recordNextLaunch(req.sessionDir, launch, req.env, handle.transcript?.path ?? null);
 }
 
 /** How long a CLI that already ended its turn may take to exit before it is killed. */
@@ -125,8 +137,9 @@ export async function startStructuredTurn(req: Pick<TurnRequest, 'adapter' | 'ha
   if (!start || handle.transport !== 'structured' || !handle.nativeSessionId || !handle.cli) return null;
   try {
     const cli = await checkPinned(handle.cli, req.env, adapter.executable, adapter.readVersion);
-    // Before the start: the CLI reads its config when it starts, not when its message comes.
-    await adapter.prepare(req.env, req.config);
+    // Before the start: the CLI reads its config when it starts, not when its message comes. A
+    // CLI cal's entry started already read it before anything this wrote (early-launch.ts).
+    if ((await adapter.prepare(req.env, req.config)) !== false) discardEarlyLaunch();
     return start({
       cli,
       env: req.env,

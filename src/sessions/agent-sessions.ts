@@ -8,6 +8,7 @@ import { prepareMessage } from '../engine/message.js';
 import { dirIdentity, hashFile, sha256 } from '../engine/stability.js';
 import { checkStability } from '../engine/stability.js';
 import { startStructuredTurn } from '../engine/structured-continuation.js';
+import { discardEarlyLaunch } from '../adapters/early-launch.js';
 import type { TmuxFactory } from '../engine/tmux-control.js';
 import { attachArgv, killPaneNamed, killTransport, pressKeys, realTmux, shutdownTransports, transportAlive, transportScreen } from '../engine/transport.js';
 import { CalError, toCalError } from '../errors.js';
@@ -138,6 +139,8 @@ export class AgentSessions {
       throw new CalError(e.kind, e.message, { ...e.details, handle: handle.id });
     }
     const started = await this.startEarly(handle, req.env);
+    // A CLI cal's entry started for this continue that the turn did not take ends unsent now.
+    discardEarlyLaunch();
     try {
       return await this.runTurn(handle, req.message, req, req.correlationId ?? null, started);
     } finally {

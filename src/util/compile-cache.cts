@@ -109,6 +109,8 @@ function writeEntries(dir: string, chunks: string, compiled: CompiledChunk[]): v
   }
 }
 
+const hookedFolders = new Set<string>();
+
 /**
  * Requires `entry` (a CommonJS chunk of dist/bin/) with every chunk under its folder compiled
  * through the code cache; other modules load as Node loads them.
@@ -116,6 +118,9 @@ function writeEntries(dir: string, chunks: string, compiled: CompiledChunk[]): v
 export function requireWithCompileCache<T>(entry: string, env: NodeJS.ProcessEnv = process.env): T {
   const require = createRequire(entry);
   const chunks = path.dirname(entry) + path.sep;
+  // A second entry of the same folder (bin/cal.cjs requires two) goes through the hook already set.
+  if (hookedFolders.has(chunks)) return require(entry) as T;
+  hookedFolders.add(chunks);
   const dir = compileCacheDir(chunks, env);
   if (env.CAL_COMPILE_CACHE === '0' || !usableDir(dir)) return require(entry) as T;
   const compiledNow: CompiledChunk[] = [];

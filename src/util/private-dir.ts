@@ -21,9 +21,20 @@ export async function ensurePrivateDir(dir: string): Promise<void> {
   if ((st.mode & 0o022) !== 0) {
     throw new CalError('usage', `state directory ${dir} is writable by other users: run chmod 700 ${dir}`);
   }
-  if (typeof process.getuid === 'function' && st.uid !== process.getuid()) {
+  if (!ownedPrivately(st)) {
     throw new CalError('usage', `state directory ${dir} belongs to another user: refusing to use it`);
   }
+}
+
+/** Whether a file or folder is this user's and nobody else can write it. */
+export function ownedPrivately(st: { uid: number; mode: number }): boolean {
+  return (st.mode & 0o022) === 0 && (typeof process.getuid !== 'function' || st.uid === process.getuid());
+}
+
+/** The rule of ensurePrivateDir as a question, creating nothing: an existing plain directory, no link, this user's alone. */
+export function isPrivateDir(dir: string): boolean {
+  const st = lstatSync(dir, { throwIfNoEntry: false });
+  return st !== undefined && st.isDirectory() && !st.isSymbolicLink() && ownedPrivately(st);
 }
 
 function lstatOrNull(dir: string): Stats | null {

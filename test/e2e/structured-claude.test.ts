@@ -216,6 +216,47 @@ describe('Claude Code with --transport structured, end to end', () => {
     await busyWhileStructuredTurnRuns({ cal, inspect, server, handle, codeword: 'QUINCE', timeout: TIMEOUT });
   });
 
+  // src/sessions/early-start.ts: the next resume's launch is recorded after each turn, and cal's
+  // entry starts it before the command line loads. Timing marks show the order (CAL_TRACE_TIMING).
+  it("continue's claude -p is started by cal's entry, before its modules load, when the recorded launch is the one the turn makes; otherwise it is killed unsent", async () => {
+    const record = path.join(suite.state, 'homes', handle, 'next-launch.json');
+    const recorded = JSON.parse(await fs.readFile(record, 'utf8'));
+    expect((await fs.stat(record)).mode & 0o777).toBe(0o600);
+    expect(recorded.argv).toEqual(expect.arrayContaining(['-p', '--resume', (await inspect()).provider.nativeSessionId]));
+    // Only what the adapter set: none of the caller's own values.
+    for (const [name, value] of Object.entries(recorded.set)) expect(suite.env[name], name).not.toBe(value);
+    const marksOf = async (file: string) => (await fs.readFile(file, 'utf8')).split('\n').filter(Boolean).map((l) => l.split(' ')[2]);
+    const traced = async (n: number, env: Record<string, string> = {}) => {
+      const trace = path.join(suite.root, `early-trace-${n}`);
+      const message = `What was the codeword? (early ${n})`;
+      server.clearLog();
+      const run = await suite.cal(['continue', handle, '--json', ...TIMEOUT, message], { env: { CAL_TRACE_TIMING: trace, ...env } });
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.json.turn.answer).toBe('The codeword was QUINCE.');
+      // The message reached the model once, with the session's earlier turns.
+      expect(server.turnRequests()).toHaveLength(1);
+      expect(server.turnRequests()[0]!.userMessages.filter((m) => m === message)).toHaveLength(1);
+      expect(server.turnRequests()[0]!.userMessages[0]).toBe(m1);
+      return marksOf(trace);
+    };
+    // The recorded launch: started before main, and the only claude -p of the turn.
+    const used = await traced(1);
+    expect(used.filter((m) => m === 'structured-spawned')).toHaveLength(1);
+    expect(used.indexOf('structured-spawned')).toBeLessThan(used.indexOf('main'));
+    // A record of another launch (one more variable): started, not taken; the turn starts its own.
+    await fs.writeFile(record, JSON.stringify({ ...recorded, set: { ...recorded.set, CAL_TEST_OTHER_LAUNCH: '1' } }), { mode: 0o600 });
+    const other = await traced(2);
+    expect(other.filter((m) => m === 'structured-spawned')).toHaveLength(2);
+    expect(other.indexOf('structured-spawned')).toBeLessThan(other.indexOf('main'));
+    expect(other.lastIndexOf('structured-spawned')).toBeGreaterThan(other.indexOf('main'));
+    // That turn wrote the record again, as the turn launches it.
+    expect(JSON.parse(await fs.readFile(record, 'utf8')).set).toEqual(recorded.set);
+    // Turned off: the turn starts its CLI after its modules, as without a record.
+    const off = await traced(3, { CAL_EARLY_LAUNCH: '0' });
+    expect(off.filter((m) => m === 'structured-spawned')).toHaveLength(1);
+    expect(off.indexOf('structured-spawned')).toBeGreaterThan(off.indexOf('main'));
+  });
+
   it('system prompt and MCP config reach claude -p natively; --strict-mcp-config leaves the user\'s own MCP servers out', async () => {
     const proxy = await startRecordingProxy(server.url);
     try {

@@ -1,10 +1,15 @@
-import { appendFileSync, chmodSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claudeStructured } from '../../src/adapters/claude-code/structured.js';
 import { startJsonlProcess } from '../../src/adapters/structured-process.js';
+import { discardEarlyLaunch, recordNextLaunch, takeEarlyLaunch } from '../../src/adapters/early-launch.js';
+import { claudeEnv } from '../../src/adapters/claude-code/launch.js';
+import { startEarly } from '../../src/sessions/early-start.js';
+import { repoRoot } from '../support/clis.js';
 import { processExists, until } from '../support/structured-fakes.js';
 import type { StructuredRunRequest } from '../../src/adapters/types.js';
 
@@ -171,5 +176,163 @@ describe('a structured CLI started before its message', () => {
 
   it('claude-code: no early start for a first turn (no session to resume yet)', () => {
     expect(claudeStructured.start?.(request('', { mode: 'fresh', sessionId: 'new-id' }))).toBeNull();
+  });
+});
+
+/**
+ * The same launch started by cal's entry before its modules load (sessions/early-start.ts,
+ * adapters/early-launch.ts), from the record the previous turn left in the handle's folder.
+ */
+describe("a structured CLI started by cal's entry", () => {
+  let dir: string;
+  let exe: string;
+  let transcript: string;
+  let state: string;
+  let sessionDir: string;
+  const id = 'abc123def';
+  const started = () => readdirSync(dir).filter((f) => f.startsWith('started-')).map((f) => Number(f.slice('started-'.length)));
+  const gotInput = (pid: number) => existsSync(path.join(dir, `input-${pid}`));
+  const env = () => ({ PATH: process.env.PATH ?? '', FAKE_DIR: dir });
+  const config = { cwd: '', model: null, systemPrompt: null, mcpConfigPath: null, toolPolicy: 'default' as const };
+  const request = (message: string, over: Partial<StructuredRunRequest> = {}): StructuredRunRequest => ({
+    cli: { path: exe, realPath: exe, version: '2.1.328' },
+    env: env(),
+    config: { ...config, cwd: dir },
+    mode: 'resume',
+    sessionId: 'session-1',
+    message,
+    timeoutMs: 10_000,
+    knownTranscript: transcript,
+    ...over,
+  });
+  const launchOf = (req: StructuredRunRequest) => claudeStructured.nextLaunch!(req)!;
+  const record = (req = request('')) => recordNextLaunch(sessionDir, launchOf(req), req.env, req.knownTranscript ?? null);
+  const argv = (...args: string[]) => ['node', 'cal', ...args];
+  const entry = (...args: string[]) => startEarly(argv(...args), env());
+
+  beforeEach(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'cal-early-'));
+    exe = path.join(dir, 'claude');
+    writeFileSync(exe, FAKE);
+    chmodSync(exe, 0o755);
+    transcript = path.join(dir, 'session-1.jsonl');
+    writeFileSync(transcript, '{"type":"user"}\n');
+    state = path.join(dir, 'state');
+    sessionDir = path.join(state, 'homes', id);
+    mkdirSync(sessionDir, { recursive: true, mode: 0o700 });
+  });
+  afterEach(async () => {
+    discardEarlyLaunch();
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('the recorded launch holds what the adapter set, never the caller\'s own values, in a 0600 file; a secret-like variable is never written', async () => {
+    await record();
+    const file = path.join(sessionDir, 'next-launch.json');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const written = JSON.parse(readFileSync(file, 'utf8'));
+    expect(written).toEqual({ argv: launchOf(request('')).argv, cwd: dir, set: { ...claudeEnv }, unset: [], transcript });
+    expect(JSON.stringify(written)).not.toContain(process.env.PATH ?? '');
+    // An adapter setting (not passing through) a secret-like variable: no record at all.
+    const secret = { ...launchOf(request('')), env: { ...launchOf(request('')).env, SOME_API_TOKEN: 'tok-secret' } };
+    await recordNextLaunch(sessionDir, secret, env(), transcript);
+    expect(existsSync(file)).toBe(false);
+  });
+
+  it('`continue <id>` starts the recorded launch at once, and the turn\'s start takes that very process', async () => {
+    await record();
+    entry('--state-dir', state, 'continue', id, 'hello');
+    await until(() => started().length === 1, 'the CLI started by the entry');
+    const pid = started()[0] as number;
+    expect(gotInput(pid)).toBe(false);
+    const early = claudeStructured.start!(request(''));
+    const res = await early!.run(request('hello'));
+    expect(res.answer).toBe(`pid ${pid}: hello`);
+    expect(started()).toEqual([pid]);
+  });
+
+  it('another launch, or a transcript that changed since the entry started it: killed unsent, and the turn launches its own', async () => {
+    // Recorded with another model than the turn now launches with.
+    await record(request('', { config: { ...config, cwd: dir, model: 'opus' } }));
+    entry('--state-dir', state, 'continue', id, 'x');
+    await until(() => started().length === 1, 'the CLI started by the entry');
+    const first = started()[0] as number;
+    const res = await claudeStructured.start!(request(''))!.run(request('other launch'));
+    await until(() => !processExists(first), 'the early CLI to be killed');
+    expect(gotInput(first)).toBe(false);
+    expect(res.answer).toMatch(/^pid \d+: other launch$/);
+    expect(res.answer).not.toContain(`pid ${first}:`);
+
+    await record();
+    entry(`--state-dir=${state}`, 'continue', id, 'x');
+    await until(() => started().length === 3, 'the second CLI started by the entry');
+    const second = Math.max(...started().filter((p) => p !== first && !res.answer!.includes(`pid ${p}:`)));
+    appendFileSync(transcript, '{"type":"assistant"}\n');
+    const again = await claudeStructured.start!(request(''))!.run(request('after another turn'));
+    await until(() => !processExists(second), 'the early CLI to be killed');
+    expect(gotInput(second)).toBe(false);
+    expect(again.answer).not.toContain(`pid ${second}:`);
+  });
+
+  it('starts nothing unless the command line, the state directory and the record are as cal makes them', async () => {
+    await record();
+    const file = path.join(sessionDir, 'next-launch.json');
+    const good = readFileSync(file, 'utf8');
+    const nothing = async (what: string, run: () => void) => {
+      run();
+      expect(takeEarlyLaunch(launchOf(request('')), transcript), what).toBeNull();
+    };
+    await nothing('turned off', () => startEarly(argv('--state-dir', state, 'continue', id, 'x'), { ...env(), CAL_EARLY_LAUNCH: '0' }));
+    await nothing('an option before the handle', () => entry('--state-dir', state, 'continue', '--json', id, 'x'));
+    await nothing('a handle name', () => entry('--state-dir', state, 'continue', 'My-chat', 'x'));
+    await nothing('another command', () => entry('--state-dir', state, 'inspect', id));
+    await nothing('no such handle', () => entry('--state-dir', state, 'continue', 'zzz999zzz', 'x'));
+    for (const [what, folder] of [['the state directory', state], ['homes/', path.join(state, 'homes')], ["the handle's folder", sessionDir]] as const) {
+      chmodSync(folder, 0o770);
+      await nothing(`${what} group-writable`, () => entry('--state-dir', state, 'continue', id, 'x'));
+      chmodSync(folder, 0o700);
+    }
+    chmodSync(file, 0o666);
+    await nothing('the record writable by others', () => entry('--state-dir', state, 'continue', id, 'x'));
+    rmSync(file);
+    const elsewhere = path.join(dir, 'planted.json');
+    writeFileSync(elsewhere, good, { mode: 0o600 });
+    symlinkSync(elsewhere, file);
+    await nothing('the record a symlink', () => entry('--state-dir', state, 'continue', id, 'x'));
+    rmSync(file);
+    const parsed = JSON.parse(good);
+    for (const [what, bad] of [
+      ['not JSON', '{"argv": ['],
+      ['a relative executable', JSON.stringify({ ...parsed, argv: ['claude', '-p'] })],
+      ['no argv', JSON.stringify({ ...parsed, argv: [] })],
+      ['an environment value that is not text', JSON.stringify({ ...parsed, set: { A: 1 } })],
+      ['a NUL byte', JSON.stringify({ ...parsed, argv: [...parsed.argv, 'a\0b'] })],
+    ] as const) {
+      writeFileSync(file, bad, { mode: 0o600 });
+      await nothing(what, () => entry('--state-dir', state, 'continue', id, 'x'));
+      rmSync(file);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    expect(started()).toEqual([]);
+    // The control: the same record, put back as cal writes it.
+    writeFileSync(file, good, { mode: 0o600 });
+    entry('--state-dir', state, 'continue', id, 'x');
+    expect(takeEarlyLaunch(launchOf(request('')), transcript)).not.toBeNull();
+  });
+
+  it('a CLI the entry started and no turn took is killed when cal exits, never left its empty stdin', async () => {
+    await record();
+    const script = `
+      const { startEarly } = await import(${JSON.stringify(path.join(repoRoot, 'dist', 'sessions', 'early-start.js'))});
+      startEarly(['node', 'cal', '--state-dir', ${JSON.stringify(state)}, 'continue', ${JSON.stringify(id)}, 'x'], process.env);
+      const fs = await import('node:fs');
+      while (!fs.readdirSync(${JSON.stringify(dir)}).some((f) => f.startsWith('started-'))) await new Promise((r) => setTimeout(r, 10));
+      process.exit(0);`;
+    const res = spawnSync(process.execPath, ['--input-type=module', '-e', script], { env: env(), encoding: 'utf8', timeout: 20_000 });
+    expect(res.status, res.stderr).toBe(0);
+    const pid = started()[0] as number;
+    await until(() => !processExists(pid), 'the early CLI to end');
+    // An end on its stdin's close would have read it (empty): a kill reads nothing.
+    expect(gotInput(pid)).toBe(false);
   });
 });

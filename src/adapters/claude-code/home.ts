@@ -37,12 +37,13 @@ export function isManagedHome(env: Record<string, string>): boolean {
   return existsSync(path.join(homeOf(env), MANAGED_HOME_MARKER));
 }
 
-export async function preAnswerDialogs(env: Record<string, string>, cwd: string): Promise<void> {
+/** Answers Claude Code's start-up dialogs for `cwd` in its config; whether it had to write anything. */
+export async function preAnswerDialogs(env: Record<string, string>, cwd: string): Promise<boolean> {
   const file = claudeJsonPath(env);
   // Every resumed turn comes here (a structured turn is a launch), and after the first one
   // nothing is left to answer: a read that finds every answer in place writes nothing, so it
   // needs neither the lock nor the write's modules (a CLI writing meanwhile only adds).
-  if (alreadyAnswered(env, cwd, file)) return;
+  if (alreadyAnswered(env, cwd, file)) return false;
   await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
   // A running Claude Code rewrites this file under proper-lockfile's lock `<file>.lock`, re-reading
   // and merging `projects` under it. A write outside that lock can be lost to the CLI's own write
@@ -72,6 +73,7 @@ export async function preAnswerDialogs(env: Record<string, string>, cwd: string)
   } finally {
     await release().catch(() => undefined);
   }
+  return true;
 }
 
 /** Read synchronously: it runs before every resumed launch, and nothing else is waiting meanwhile. */

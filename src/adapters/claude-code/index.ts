@@ -40,8 +40,8 @@ export const claudeCodeAdapter: CliAdapter = {
     return pinSupported('Claude Code', await pinCli(found, { ...env, ...claudeEnv }), claudeCodeVersions);
   },
 
-  async prepare(env: Record<string, string>, config: SessionConfig): Promise<void> {
-    await preAnswerDialogs(env, config.cwd);
+  async prepare(env: Record<string, string>, config: SessionConfig): Promise<boolean> {
+    return preAnswerDialogs(env, config.cwd);
   },
 
   launch(req: LaunchRequest): LaunchPlan {

@@ -1,10 +1,11 @@
-import { existsSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from '../../util/random.js';
 import { z } from '../../util/zod.js';
 import { CalError } from '../../errors.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
 import { lastStderrLine, startJsonlProcess, type HeldJsonlProcess, type JsonlLaunch } from '../structured-process.js';
+import { fileStamp, sameLaunch, takeEarlyLaunch } from '../early-launch.js';
 import type { LaunchRequest, StartedStructuredTurn, StructuredRunRequest, StructuredStartRequest, StructuredTransport, StructuredTurnResult, TurnProgress } from '../types.js';
 import { launchEnv, sessionFlags, transcriptCandidates } from './launch.js';
 import { classifyRecord, INTERRUPT_PREFIX, TextBlock, toolFromUse, ToolResultBlock, ToolUseBlock, resultText, userText } from './records.js';
@@ -130,21 +131,6 @@ function printLaunch(req: Omit<LaunchRequest, 'message'>, mode: 'fresh' | 'resum
   return { argv: printArgv(req, mode, sessionId), env: launchEnv(req.env, req.config), cwd: req.config.cwd };
 }
 
-function sameLaunch(a: JsonlLaunch, b: JsonlLaunch): boolean {
-  return a.cwd === b.cwd && JSON.stringify(a.argv) === JSON.stringify(b.argv) && JSON.stringify(a.env) === JSON.stringify(b.env);
-}
-
-/** A file's size and modification time, or null when it is not there. */
-function stamp(file: string | null | undefined): string | null {
-  if (!file) return null;
-  try {
-    const st = statSync(file);
-    return `${st.size}:${st.mtimeMs}`;
-  } catch {
-    return null;
-  }
-}
-
 /**
  * A resumed turn's `claude -p`, started before cal's bookkeeping (StructuredTransport.start).
  * It is used only for the same launch and an unchanged transcript; anything else (another turn
@@ -153,8 +139,11 @@ function stamp(file: string | null | undefined): string | null {
 function startPrintTurn(req: StructuredStartRequest): StartedStructuredTurn | null {
   if (req.mode !== 'resume' || !req.sessionId) return null;
   const launch = printLaunch(req, 'resume', req.sessionId);
-  const before = stamp(req.knownTranscript);
-  const held = startJsonlProcess(launch);
+  // The same launch, started by cal's entry before its modules loaded, with the transcript's
+  // stamp from just before that start (early-launch.ts).
+  const early = takeEarlyLaunch(launch, req.knownTranscript ?? null);
+  const before = early ? early.stamp : fileStamp(req.knownTranscript);
+  const held = startJsonlProcess(launch, early?.spawned);
   return {
     discard: () => held.discard(),
     run(run) {
@@ -164,7 +153,7 @@ function startPrintTurn(req: StructuredStartRequest): StartedStructuredTurn | nu
         run.sessionId === req.sessionId &&
         run.knownTranscript === req.knownTranscript &&
         sameLaunch(launch, printLaunch(run, 'resume', req.sessionId as string)) &&
-        stamp(run.knownTranscript) === before;
+        fileStamp(run.knownTranscript) === before;
       if (same) return runPrintTurn(run, held);
       held.discard();
       return runPrintTurn(run);
@@ -240,4 +229,8 @@ async function runPrintTurn(req: StructuredRunRequest, started?: HeldJsonlProces
   return { ...base, status: 'failed', answer: null, error };
 }
 
-export const claudeStructured: StructuredTransport = { run: (req) => runPrintTurn(req), start: startPrintTurn };
+export const claudeStructured: StructuredTransport = {
+  run: (req) => runPrintTurn(req),
+  start: startPrintTurn,
+  nextLaunch: (req) => (req.sessionId ? printLaunch(req, 'resume', req.sessionId) : null),
+};

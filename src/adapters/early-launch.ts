@@ -1,0 +1,254 @@
+import type { ChildProcess } from 'node:child_process';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, statSync, unlinkSync, writeFileSync, promises as fsp } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from '../util/random.js';
+import { timingMark } from '../util/timing.js';
+import { isPrivateDir, ownedPrivately } from '../util/private-dir.js';
+
+/**
+ * The CLI of a resumed structured turn, started by cal's entry (bin/cal.cjs, through
+ * sessions/early-start.ts) before any of cal's own modules load. A CLI that reads its message only after its own start-up (Claude Code reads
+ * its config, then stdin, then the session) can be started before cal knows anything more than
+ * its command line: what cal loads and checks then runs while the CLI starts, not before it.
+ *
+ * The launch comes from the handle's session folder (`homes/<id>/next-launch.json`), where the
+ * adapter wrote the launch its next resume makes (`recordNextLaunch`, after every structured
+ * turn). It is only a guess: the turn takes the started CLI only when the launch it builds itself
+ * is the same argv, environment and working directory, and the transcript is as the entry saw
+ * it (`takeEarlyLaunch`); anything else, or a turn that never asks (a stale handle, a busy one,
+ * an error), kills it unsent, and it is killed at cal's exit if nothing took it. Nothing is
+ * written to it before the turn's records are on disk, and a CLI whose stdin ends empty sends
+ * nothing (structured-process.ts).
+ *
+ * The record is code cal runs, so it is read as the state directory is trusted: every folder on
+ * the way (the state directory, homes/, the handle's folder) a plain directory of this user's
+ * that nobody else can write, and the file this user's plain file, opened without following a
+ * link. zod is not loaded this early (avoiding its load is the point), so the record's shape is
+ * checked by hand (`asRecord`).
+ */
+
+/** What a CLI process is started with. */
+export interface JsonlLaunch {
+  argv: string[];
+  env: Record<string, string>;
+  cwd: string;
+}
+
+export interface Exit {
+  exitCode: number | undefined;
+  signal: string | undefined;
+}
+
+/** A spawned CLI with its stdout and stderr in files, its end watched from the spawn on. */
+export interface Spawned {
+  child: ChildProcess;
+  exit: Promise<Exit>;
+  outRead: number;
+  errRead: number;
+}
+
+/** A file nobody else can open: created 0600, unlinked once `open` has opened what it needs. */
+export function anonymousFile<T>(content: string, open: (file: string) => T): T {
+  const file = path.join(os.tmpdir(), `cal-cli-${randomBytes(8).toString('hex')}`);
+  writeFileSync(file, content, { mode: 0o600, flag: 'wx' });
+  try {
+    return open(file);
+  } finally {
+    unlinkSync(file);
+  }
+}
+
+export function spawnToFiles(launch: JsonlLaunch, stdin: number | 'pipe'): Spawned {
+  const [outWrite, outRead] = anonymousFile('', (f) => [openSync(f, 'a'), openSync(f, 'r')] as const);
+  const [errWrite, errRead] = anonymousFile('', (f) => [openSync(f, 'a'), openSync(f, 'r')] as const);
+  let child: ChildProcess;
+  try {
+    // Loaded when a CLI is started, not with this module: every command's entry loads it (≈ 5 ms).
+    const { spawn } = process.getBuiltinModule('node:child_process');
+    child = spawn(launch.argv[0] as string, launch.argv.slice(1), { cwd: launch.cwd, env: launch.env, stdio: [stdin, outWrite, errWrite] });
+  } catch (err) {
+    for (const fd of [outRead, errRead]) closeSync(fd);
+    throw err;
+  } finally {
+    // The child holds its own copies once it is spawned.
+    for (const fd of [outWrite, errWrite]) closeSync(fd);
+  }
+  timingMark('structured-spawned');
+  // Watched from here on: a CLI that fails to start, or ends before it is followed, is not missed.
+  const exit = new Promise<Exit>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code, signal) => resolve({ exitCode: code ?? undefined, signal: signal ?? undefined }));
+  });
+  exit.catch(() => undefined);
+  // A CLI that ended before its input was written (EPIPE) says why on stderr and by its exit.
+  child.stdin?.on('error', () => undefined);
+  return { child, exit, outRead, errRead };
+}
+
+/** Whether two launches run the same thing: argv, working directory and environment (in any order). */
+export function sameLaunch(a: JsonlLaunch, b: JsonlLaunch): boolean {
+  if (a.cwd !== b.cwd || a.argv.length !== b.argv.length || a.argv.some((arg, i) => arg !== b.argv[i])) return false;
+  const keys = Object.keys(a.env);
+  return keys.length === Object.keys(b.env).length && keys.every((k) => Object.hasOwn(b.env, k) && b.env[k] === a.env[k]);
+}
+
+/** A file's size and modification time, or null when it is not there: whether it changed since. */
+export function fileStamp(file: string | null | undefined): string | null {
+  if (!file) return null;
+  try {
+    const st = statSync(file);
+    return `${st.size}:${st.mtimeMs}`;
+  } catch {
+    return null;
+  }
+}
+
+const RECORD_FILE = 'next-launch.json';
+const RECORD_MAX_BYTES = 256 * 1024;
+/** Variables never written to the state directory, even by name of a value cal set itself. */
+const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|AUTH/i;
+
+/** A launch on disk: the environment as what the adapter changed in the caller's. */
+interface LaunchRecord {
+  argv: string[];
+  cwd: string;
+  set: Record<string, string>;
+  unset: string[];
+  /** The transcript the turn resumes from: a CLI started early is used only if it is unchanged since. */
+  transcript: string | null;
+}
+
+/**
+ * Writes the launch a handle's next resumed turn makes, for cal's entry to start early. Only the
+ * variables the adapter set or removed are kept, never the caller's own values; a launch that
+ * would put a secret-like variable on disk is not recorded (nor anything that fails here: the
+ * entry then simply starts nothing). No fsync: a record lost to a crash costs one early start.
+ */
+export async function recordNextLaunch(sessionDir: string, launch: JsonlLaunch, callerEnv: Record<string, string>, transcript: string | null): Promise<void> {
+  const file = path.join(sessionDir, RECORD_FILE);
+  const set: Record<string, string> = {};
+  for (const [k, v] of Object.entries(launch.env)) if (callerEnv[k] !== v) set[k] = v;
+  const unset = Object.keys(callerEnv).filter((k) => !Object.hasOwn(launch.env, k));
+  try {
+    if (Object.keys(set).some((k) => SECRET_NAME.test(k))) {
+      await fsp.rm(file, { force: true });
+      return;
+    }
+    const record: LaunchRecord = { argv: launch.argv, cwd: launch.cwd, set, unset, transcript };
+    await fsp.mkdir(sessionDir, { recursive: true, mode: 0o700 });
+    const temp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
+    await fsp.writeFile(temp, JSON.stringify(record), { mode: 0o600, flag: 'wx' });
+    await fsp.rename(temp, file).catch(async (err: unknown) => {
+      await fsp.rm(temp, { force: true });
+      throw err;
+    });
+  } catch {
+    // Best effort: without a record the next continue starts its CLI after cal's checks, as before.
+  }
+}
+
+interface EarlyStart {
+  launch: JsonlLaunch;
+  spawned: Spawned;
+  transcript: string | null;
+  /** The transcript's stamp just before the CLI was started. */
+  stamp: string | null;
+}
+
+let early: EarlyStart | null = null;
+
+/**
+ * Starts the launch recorded in a handle's session folder (`recordNextLaunch`), if the folder and
+ * the record are this user's alone (`sessionDir`'s parents are the caller's to check). Never
+ * throws and never prints: whatever goes wrong leaves the turn to start its CLI itself.
+ */
+export function startRecordedLaunch(sessionDir: string, env: NodeJS.ProcessEnv): void {
+  if (early || typeof process.getuid !== 'function') return;
+  try {
+    if (!isPrivateDir(sessionDir)) return;
+    const record = readRecord(path.join(sessionDir, RECORD_FILE));
+    if (!record) return;
+    const launchEnv: Record<string, string> = {};
+    for (const [k, v] of Object.entries(env)) if (v !== undefined && !record.unset.includes(k)) launchEnv[k] = v;
+    Object.assign(launchEnv, record.set);
+    const launch: JsonlLaunch = { argv: record.argv, cwd: record.cwd, env: launchEnv };
+    const stamp = fileStamp(record.transcript);
+    early = { launch, spawned: spawnToFiles(launch, 'pipe'), transcript: record.transcript, stamp };
+    // Whatever path cal takes to its exit, a CLI nothing took ends unsent.
+    process.once('exit', discardEarlyLaunch);
+  } catch {
+    early = null;
+  }
+}
+
+/**
+ * The CLI the entry started, for a turn that would launch exactly `launch` on `transcript`: its
+ * process and the transcript's stamp from just before its start. Anything else discards it.
+ */
+export function takeEarlyLaunch(launch: JsonlLaunch, transcript: string | null): { spawned: Spawned; stamp: string | null } | null {
+  const started = early;
+  if (!started) return null;
+  const child = started.spawned.child;
+  const running = child.exitCode === null && child.signalCode === null;
+  if (!running || started.transcript !== transcript || !sameLaunch(started.launch, launch)) {
+    discardEarlyLaunch();
+    return null;
+  }
+  early = null;
+  return { spawned: started.spawned, stamp: started.stamp };
+}
+
+/** Kills the CLI the entry started, unless a turn took it (nothing was written to it). */
+export function discardEarlyLaunch(): void {
+  const started = early;
+  if (!started) return;
+  early = null;
+  try {
+    started.spawned.child.kill('SIGKILL');
+    started.spawned.child.stdin?.destroy();
+  } finally {
+    for (const fd of [started.spawned.outRead, started.spawned.errRead]) closeSync(fd);
+  }
+}
+
+function readRecord(file: string): LaunchRecord | null {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return null;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || !ownedPrivately(st) || st.size > RECORD_MAX_BYTES) return null;
+    const buf = Buffer.alloc(st.size);
+    let filled = 0;
+    while (filled < buf.length) {
+      const n = readSync(fd, buf, filled, buf.length - filled, filled);
+      if (n <= 0) break;
+      filled += n;
+    }
+    return asRecord(JSON.parse(buf.subarray(0, filled).toString('utf8')));
+  } catch {
+    return null;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+const isString = (v: unknown): v is string => typeof v === 'string';
+
+/** The record's schema, by hand (see above): anything else is no record. */
+function asRecord(v: unknown): LaunchRecord | null {
+  if (typeof v !== 'object' || v === null) return null;
+  const r = v as Record<string, unknown>;
+  const { argv, cwd, set, unset, transcript } = r;
+  if (!Array.isArray(argv) || argv.length === 0 || !argv.every(isString) || !path.isAbsolute(argv[0] as string)) return null;
+  if (!isString(cwd) || !path.isAbsolute(cwd)) return null;
+  if (typeof set !== 'object' || set === null || Array.isArray(set) || !Object.values(set).every(isString)) return null;
+  if (!Array.isArray(unset) || !unset.every(isString)) return null;
+  if (transcript !== null && !isString(transcript)) return null;
+  if ([...argv, cwd, ...Object.keys(set), ...Object.values(set), ...unset].some((s) => (s as string).includes('\0'))) return null;
+  return { argv: argv as string[], cwd, set: set as Record<string, string>, unset: unset as string[], transcript: transcript as string | null };
+}
