@@ -160,6 +160,7 @@ async function bench(provider) {
     const afterMs = [];
     const heldMs = [];
     const nativeMs = [];
+    const markMs = {};
     const bareTurn = async (i, message) => {
       const b = must(await bare.resume(message), `bare resume ${i}`);
       if (!recalled(b.out)) throw new Error(`bare resume ${i} did not recall: ${b.out.slice(-300)}`);
@@ -170,7 +171,12 @@ async function bench(provider) {
         await untilNoProcessIn(bareWork);
       }
     };
+    const calOffMs = [];
+    // BENCH_EARLY_AB=1: each cal turn also runs without its entry's early start (CAL_EARLY_LAUNCH=0),
+    // the two in alternating order, for that one change measured side by side (cal's session then
+    // grows twice as fast as the bare one, against cal a little).
     const calTurn = async (i, message) => {
+      if (process.env.BENCH_EARLY_AB && i % 2 === 0) await calOffTurn(i, message);
       const trace = path.join(scratch, 'trace');
       await fs.rm(trace, { force: true });
       const started = performance.timeOrigin + performance.now();
@@ -185,6 +191,7 @@ async function bench(provider) {
       // cal's own share: from its spawn to the CLI's, and from the CLI's end (its exit, or for
       // Claude its result event) to its own exit.
       const marks = Object.fromEntries((await fs.readFile(trace, 'utf8').catch(() => '')).split('\n').filter(Boolean).map((l) => [l.split(' ')[2], Number(l.split(' ')[0])]));
+      for (const [name, at] of Object.entries(marks)) (markMs[name] ??= []).push(at - started);
       if (marks['structured-spawned'] && marks['structured-exited']) {
         beforeMs.push(marks['structured-spawned'] - started);
         cliMs.push(marks['structured-exited'] - marks['structured-spawned']);
@@ -192,6 +199,13 @@ async function bench(provider) {
         // A CLI started ahead of its message (Claude): how long it held before cal sent it.
         if (marks['structured-sent']) heldMs.push(marks['structured-sent'] - marks['structured-spawned']);
       }
+      if (process.env.BENCH_EARLY_AB && i % 2 === 1) await calOffTurn(i, message);
+    };
+    const calOffTurn = async (i, message) => {
+      const c = must(await run([process.execPath, cal, '--state-dir', state, 'continue', handle, `${message} (no early start)`], { env: { ...env, CAL_EARLY_LAUNCH: '0' }, cwd: calWork }), `cal continue ${i} without the early start`);
+      if (c.out.trim() !== 'The codeword was BENCH.') throw new Error(`cal continue ${i} without the early start answered ${c.out.trim()}`);
+      calOffMs.push(c.ms);
+      await untilNoProcessIn(calWork);
     };
     // Pairs in alternating order (bare then cal, cal then bare, …): whichever side runs second
     // never always follows the same one, so what one side leaves behind (a CLI still exiting, the
@@ -206,7 +220,7 @@ async function bench(provider) {
         await bareTurn(i, message);
       }
     }
-    return { provider, version: pinned.version, calMs, bareMs, nativeMs, beforeMs, cliMs, afterMs, heldMs };
+    return { provider, version: pinned.version, calMs, bareMs, nativeMs, beforeMs, cliMs, afterMs, heldMs, markMs, calOffMs };
   } finally {
     await server.close();
     // cal returns on Claude's result while its claude -p still writes its last files (it exits
@@ -237,6 +251,11 @@ for (const provider of providers) {
     console.log(`    the CLI under cal           median ${median(r.cliMs).toFixed(0)} ms`);
     console.log(`    cal after the CLI's end     median ${median(r.afterMs).toFixed(0)} ms (its exit; Claude: its result)`);
   }
+  // BENCH_MARKS=1: every timing mark of cal's turns, as the median time from cal's spawn.
+  if (process.env.BENCH_MARKS) {
+    for (const [name, at] of Object.entries(r.markMs).sort((a, b) => median(a[1]) - median(b[1]))) console.log(`    mark ${name.padEnd(20)} ${median(at).toFixed(1)} ms after cal's spawn`);
+  }
+  if (r.calOffMs.length) console.log(`  (cal without the early start ${fmt(r.calOffMs)}, ratio ${(median(r.calOffMs) / median(r.bareMs)).toFixed(2)}x)`);
   console.log(`  ratio ${ratio.toFixed(2)}x  ${verdict} (target ≤ ${TARGET}x)`);
 }
 process.exitCode = missed ? 1 : 0;
