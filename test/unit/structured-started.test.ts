@@ -47,35 +47,58 @@ process.stdin.on('end', () => {
 });
 `;
 
-describe('a structured CLI started before its message', () => {
-  let dir: string;
-  let exe: string;
-  let transcript: string;
-  const started = () => readdirSync(dir).filter((f) => f.startsWith('started-')).map((f) => Number(f.slice('started-'.length)));
-  const gotInput = (pid: number) => existsSync(path.join(dir, `input-${pid}`));
 
-  beforeEach(async () => {
-    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'cal-started-'));
-    exe = path.join(dir, 'claude');
-    writeFileSync(exe, FAKE);
-    chmodSync(exe, 0o755);
-    transcript = path.join(dir, 'session-1.jsonl');
-    writeFileSync(transcript, '{"type":"user"}\n');
-  });
-  afterEach(async () => fs.rm(dir, { recursive: true, force: true }));
+interface FakeClaude {
+  dir: string;
+  exe: string;
+  transcript: string;
+}
 
-  const env = () => ({ PATH: process.env.PATH ?? '', FAKE_DIR: dir });
-  const request = (message: string, over: Partial<StructuredRunRequest> = {}): StructuredRunRequest => ({
-    cli: { path: exe, realPath: exe, version: '2.1.328' },
-    env: env(),
-    config: { cwd: dir, model: null, systemPrompt: null, mcpConfigPath: null, toolPolicy: 'default' },
+/** A folder of its own with the stand-in as `claude` and a session transcript. */
+async function fakeClaude(prefix: string): Promise<FakeClaude> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), prefix));
+  const exe = path.join(dir, 'claude');
+  writeFileSync(exe, FAKE);
+  chmodSync(exe, 0o755);
+  const transcript = path.join(dir, 'session-1.jsonl');
+  writeFileSync(transcript, '{"type":"user"}\n');
+  return { dir, exe, transcript };
+}
+
+const startedIn = (fake: FakeClaude) => readdirSync(fake.dir).filter((f) => f.startsWith('started-')).map((f) => Number(f.slice('started-'.length)));
+const gotInputIn = (fake: FakeClaude, pid: number) => existsSync(path.join(fake.dir, `input-${pid}`));
+const fakeEnv = (fake: FakeClaude) => ({ PATH: process.env.PATH ?? '', FAKE_DIR: fake.dir });
+const defaultConfig = { cwd: '', model: null, systemPrompt: null, mcpConfigPath: null, toolPolicy: 'default' as const };
+
+/** A resumed turn of session-1 through the stand-in. */
+function fakeRequest(fake: FakeClaude, message: string, over: Partial<StructuredRunRequest> = {}): StructuredRunRequest {
+  return {
+    cli: { path: fake.exe, realPath: fake.exe, version: '2.1.328' },
+    env: fakeEnv(fake),
+    config: { ...defaultConfig, cwd: fake.dir },
     mode: 'resume',
     sessionId: 'session-1',
     message,
     timeoutMs: 10_000,
-    knownTranscript: transcript,
+    knownTranscript: fake.transcript,
     ...over,
+  };
+}
+
+describe('a structured CLI started before its message', () => {
+  let fake: FakeClaude;
+  let dir: string;
+  let exe: string;
+  let transcript: string;
+  const started = () => startedIn(fake);
+  const gotInput = (pid: number) => gotInputIn(fake, pid);
+  beforeEach(async () => {
+    fake = await fakeClaude('cal-started-');
+    ({ dir, exe, transcript } = fake);
   });
+  afterEach(async () => fs.rm(dir, { recursive: true, force: true }));
+  const env = () => fakeEnv(fake);
+  const request = (message: string, over: Partial<StructuredRunRequest> = {}) => fakeRequest(fake, message, over);
 
   it('the held process runs before anything is written to it; send hands it the input and follows it to its end', async () => {
     const held = startJsonlProcess({ argv: [exe, '--resume', 's'], env: env(), cwd: dir });
@@ -184,39 +207,25 @@ describe('a structured CLI started before its message', () => {
  * adapters/early-launch.ts), from the record the previous turn left in the handle's folder.
  */
 describe("a structured CLI started by cal's entry", () => {
+  let fake: FakeClaude;
   let dir: string;
-  let exe: string;
   let transcript: string;
   let state: string;
   let sessionDir: string;
   const id = 'abc123def';
-  const started = () => readdirSync(dir).filter((f) => f.startsWith('started-')).map((f) => Number(f.slice('started-'.length)));
-  const gotInput = (pid: number) => existsSync(path.join(dir, `input-${pid}`));
-  const env = () => ({ PATH: process.env.PATH ?? '', FAKE_DIR: dir });
-  const config = { cwd: '', model: null, systemPrompt: null, mcpConfigPath: null, toolPolicy: 'default' as const };
-  const request = (message: string, over: Partial<StructuredRunRequest> = {}): StructuredRunRequest => ({
-    cli: { path: exe, realPath: exe, version: '2.1.328' },
-    env: env(),
-    config: { ...config, cwd: dir },
-    mode: 'resume',
-    sessionId: 'session-1',
-    message,
-    timeoutMs: 10_000,
-    knownTranscript: transcript,
-    ...over,
-  });
+  const started = () => startedIn(fake);
+  const gotInput = (pid: number) => gotInputIn(fake, pid);
+  const env = () => fakeEnv(fake);
+  const config = defaultConfig;
+  const request = (message: string, over: Partial<StructuredRunRequest> = {}) => fakeRequest(fake, message, over);
   const launchOf = (req: StructuredRunRequest) => claudeStructured.nextLaunch!(req)!;
   const record = (req = request('')) => recordNextLaunch(sessionDir, launchOf(req), req.env, req.knownTranscript ?? null);
   const argv = (...args: string[]) => ['node', 'cal', ...args];
   const entry = (...args: string[]) => startEarly(argv(...args), env());
 
   beforeEach(async () => {
-    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'cal-early-'));
-    exe = path.join(dir, 'claude');
-    writeFileSync(exe, FAKE);
-    chmodSync(exe, 0o755);
-    transcript = path.join(dir, 'session-1.jsonl');
-    writeFileSync(transcript, '{"type":"user"}\n');
+    fake = await fakeClaude('cal-early-');
+    ({ dir, transcript } = fake);
     state = path.join(dir, 'state');
     sessionDir = path.join(state, 'homes', id);
     mkdirSync(sessionDir, { recursive: true, mode: 0o700 });
