@@ -9,7 +9,7 @@ const { requireWithCompileCache } = require('../dist/util/compile-cache.cjs');
 
 const chunks = path.join(__dirname, '..', 'dist', 'bin');
 // Before cal's own modules load: `cal continue <handle>` may start the CLI of its turn now, where
-// the handle's adapter recorded how (src/sessions/early-start.ts). The turn takes it only if it
+// the handle's adapter recorded how (src/commands/early-start.ts). The turn takes it only if it
 // would launch the very same; otherwise it is killed unsent.
 requireWithCompileCache(path.join(chunks, 'early.cjs')).startEarly(process.argv, process.env);
 const { main } = requireWithCompileCache(path.join(chunks, 'cli.cjs'));

@@ -31,9 +31,9 @@ rmSync(outDir, { recursive: true, force: true });
 const dist = path.join(root, 'dist') + path.sep;
 const own = (id) => id.startsWith(dist) && !id.includes(`${path.sep}node_modules${path.sep}`);
 const relative = (id) => id.slice(dist.length).split(path.sep).join('/');
-// With them, what bin/cal.cjs runs before the command line (sessions/early-start.js, the entry
+// With them, what bin/cal.cjs runs before the command line (commands/early-start.js, the entry
 // `early`): it may start a CLI, and the sooner the better.
-const baseModules = new Set(['errors.js', 'commands/spec.js', 'util/timing.js', 'util/package-root.js', 'util/closed-pipe.js', 'sessions/early-start.js', 'adapters/early-launch.js', 'state/paths.js', 'util/private-dir.js', 'util/random.js']);
+const baseModules = new Set(['errors.js', 'commands/spec.js', 'util/timing.js', 'util/package-root.js', 'util/closed-pipe.js', 'cli-argv.js', 'commands/early-start.js', 'sessions/early-start.js', 'adapters/early-launch.js', 'state/paths.js', 'util/private-dir.js', 'util/random.js']);
 // The commands' own modules, read from cli.ts's table of them (so a new command gets its chunk
 // without a second list here to keep).
 const cliTable = /commandModules[^=]*=\s*\{([\s\S]*?)\};/.exec(readFileSync(path.join(root, 'dist', 'cli.js'), 'utf8'))?.[1] ?? '';
@@ -49,7 +49,7 @@ const { version } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'ut
 if (typeof version !== 'string') throw new Error('scripts/bundle.mjs: package.json has no version');
 
 const result = await build({
-  input: { cli: path.join(root, 'dist', 'cli.js'), early: path.join(root, 'dist', 'sessions', 'early-start.js') },
+  input: { cli: path.join(root, 'dist', 'cli.js'), early: path.join(root, 'dist', 'commands', 'early-start.js') },
   platform: 'node',
   transform: { define: { __CAL_VERSION__: JSON.stringify(version) } },
   external: (id) => outside.test(id),

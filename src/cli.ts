@@ -4,6 +4,9 @@ import { register } from './commands/register.js';
 import type { CommandSpec } from './commands/spec.js';
 import { timingMark } from './util/timing.js';
 import { calVersion } from './util/package-root.js';
+import { commandWord } from './cli-argv.js';
+
+export { commandWord } from './cli-argv.js';
 
 /**
  * Builds the commander program from the commands' own specs. Only the module of the command
@@ -28,17 +31,6 @@ export const commandModules: Record<string, () => Promise<CommandModule>> = {
   demo: () => import('./commands/demo.js'),
   model: () => import('./commands/model-serve.js'),
 };
-
-/** The command word of an argv (after node and the script), skipping the global options; null when there is none. */
-export function commandWord(args: readonly string[]): string | null {
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i] as string;
-    if (arg === '--state-dir') i++;
-    else if (arg === '--') return null;
-    else if (!arg.startsWith('-')) return arg;
-  }
-  return null;
-}
 
 /** The specs a run needs: the one named command, none for a bare --version, all for help or an unknown word. */
 export async function specsFor(args: readonly string[]): Promise<CommandSpec[]> {

@@ -8,9 +8,10 @@ import { isPrivateDir, ownedPrivately } from '../util/private-dir.js';
 
 /**
  * The CLI of a resumed structured turn, started by cal's entry (bin/cal.cjs, through
- * sessions/early-start.ts) before any of cal's own modules load. A CLI that reads its message only after its own start-up (Claude Code reads
- * its config, then stdin, then the session) can be started before cal knows anything more than
- * its command line: what cal loads and checks then runs while the CLI starts, not before it.
+ * commands/early-start.ts and sessions/early-start.ts) before any of cal's own modules load. A
+ * CLI that reads its message only after its own start-up (Claude Code reads its config, then
+ * stdin, then the session) can be started before cal knows more than its command line: what cal
+ * loads and checks then runs while the CLI starts, not before it.
  *
  * The launch comes from the handle's session folder (`homes/<id>/next-launch.json`), where the
  * adapter wrote the launch its next resume makes (`recordNextLaunch`, after every structured

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildProgram, commandModules, commandWord, normaliseArgv, specsFor } from '../../src/cli.js';
+import { stateDirArg } from '../../src/cli-argv.js';
 import { flagOf, type CommandSpec } from '../../src/commands/spec.js';
 import { repoRoot } from '../support/clis.js';
 
@@ -60,6 +61,11 @@ describe('command specs', () => {
     expect(commandWord(['--version'])).toBeNull();
     expect(commandWord(['--state-dir'])).toBeNull();
     expect(commandWord(['model', 'serve'])).toBe('model');
+    // The global --state-dir in either form, the last one given, never past `--`.
+    expect(stateDirArg(['--state-dir', '/a', 'continue', 'h', 'm'])).toBe('/a');
+    expect(stateDirArg(['continue', 'h', '--state-dir=/b', 'm'])).toBe('/b');
+    expect(stateDirArg(['--state-dir', '/a', '--state-dir=/b', 'continue'])).toBe('/b');
+    expect(stateDirArg(['continue', 'h', '--', '--state-dir=/c'])).toBeUndefined();
     expect(await specsFor(['--version'])).toEqual([]);
     expect(await specsFor(['-V'])).toEqual([]);
     expect((await specsFor(['--state-dir', 'x', 'continue', 'h', 'm'])).map((s) => s.name)).toEqual(['continue']);

@@ -8,7 +8,7 @@ import { claudeStructured } from '../../src/adapters/claude-code/structured.js';
 import { startJsonlProcess } from '../../src/adapters/structured-process.js';
 import { discardEarlyLaunch, recordNextLaunch, takeEarlyLaunch } from '../../src/adapters/early-launch.js';
 import { claudeEnv } from '../../src/adapters/claude-code/launch.js';
-import { startEarly } from '../../src/sessions/early-start.js';
+import { startEarly } from '../../src/commands/early-start.js';
 import { repoRoot } from '../support/clis.js';
 import { processExists, until } from '../support/structured-fakes.js';
 import type { StructuredRunRequest } from '../../src/adapters/types.js';
@@ -203,8 +203,9 @@ describe('a structured CLI started before its message', () => {
 });
 
 /**
- * The same launch started by cal's entry before its modules load (sessions/early-start.ts,
- * adapters/early-launch.ts), from the record the previous turn left in the handle's folder.
+ * The same launch started by cal's entry before its modules load (commands/early-start.ts,
+ * sessions/early-start.ts, adapters/early-launch.ts), from the record the previous turn left in
+ * the handle's folder.
  */
 describe("a structured CLI started by cal's entry", () => {
   let fake: FakeClaude;
@@ -332,7 +333,7 @@ describe("a structured CLI started by cal's entry", () => {
   it('a CLI the entry started and no turn took is killed when cal exits, never left its empty stdin', async () => {
     await record();
     const script = `
-      const { startEarly } = await import(${JSON.stringify(path.join(repoRoot, 'dist', 'sessions', 'early-start.js'))});
+      const { startEarly } = await import(${JSON.stringify(path.join(repoRoot, 'dist', 'commands', 'early-start.js'))});
       startEarly(['node', 'cal', '--state-dir', ${JSON.stringify(state)}, 'continue', ${JSON.stringify(id)}, 'x'], process.env);
       const fs = await import('node:fs');
       while (!fs.readdirSync(${JSON.stringify(dir)}).some((f) => f.startsWith('started-'))) await new Promise((r) => setTimeout(r, 10));

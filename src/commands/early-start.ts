@@ -1,0 +1,16 @@
+import { startRecordedContinuation } from '../sessions/early-start.js';
+import { commandIndex, stateDirArg } from '../cli-argv.js';
+
+/**
+ * What cal's entry (bin/cal.cjs) runs before the command line loads: for `cal continue <handle
+ * id> …` (the handle right after the command word), the CLI of the handle's next resumed turn is
+ * started now, if the handle's last turn recorded how (sessions/early-start.ts). A handle given
+ * by name, or an option before the handle, starts nothing early. Never throws.
+ */
+export function startEarly(argv: readonly string[], env: NodeJS.ProcessEnv): void {
+  const args = argv.slice(2);
+  const at = commandIndex(args);
+  const ref = args[at + 1];
+  if (at === -1 || args[at] !== 'continue' || ref === undefined) return;
+  startRecordedContinuation(stateDirArg(args), ref, env);
+}
