@@ -81,7 +81,7 @@ export async function runStructuredTurn(req: TurnRequest, text: string): Promise
     cliProcess: result.cliRunning ? spawned : null,
     status: 'idle',
   };
-  await Promise.all([hooks.onHandleChanged(handle, {}), recordNext(req, handle)]);
+  await Promise.all([hooks.onHandleChanged(handle, {}), recordNext(req, handle, mode === 'fresh')]);
   return { handle, outcome: { status: result.status, answer: result.answer, error: result.error, turnKey: null, tools: result.tools } };
 }
 
@@ -89,9 +89,13 @@ export async function runStructuredTurn(req: TurnRequest, text: string): Promise
  * Records the launch the handle's next resume makes, where the adapter starts its CLI ahead
  * (StructuredTransport.nextLaunch), for cal's entry to start it before cal's modules load.
  */
-async function recordNext(req: TurnRequest, handle: ProviderHandle): Promise<void> {
+async function recordNext(req: TurnRequest, handle: ProviderHandle, fresh: boolean): Promise<void> {
   const next = req.adapter.structured?.nextLaunch;
   if (!next || !req.sessionDir || !handle.nativeSessionId || !handle.cli) return;
+  // A first run may rewrite the CLI's config (Claude Code 2.1.328 drops a flag cal pre-answers):
+  // answered again now, the next continue finds nothing to write under the CLI its entry started.
+  // A failure here is the next continue's to report, not this finished turn's: nothing recorded.
+  if (fresh && !(await req.adapter.prepare(req.env, req.config).then(() => true, () => false))) return;
   const launch = next({ cli: handle.cli, env: req.env, config: req.config, mode: 'resume', sessionId: handle.nativeSessionId, knownTranscript: handle.transcript?.path ?? null, sessionDir: req.sessionDir });
   if (launch) await recordNextLaunch(req.sessionDir, launch, req.env, handle.transcript?.path ?? null);
 }

@@ -82,8 +82,14 @@ describe('Claude Code with --transport structured, end to end', () => {
 
   it('continue resumes the same session with only the new message and recalls', async () => {
     server.clearLog();
-    const run = await cal(['continue', handle, '--json', '--events', ...TIMEOUT, m2]);
+    const trace = path.join(suite.root, 'first-continue-trace');
+    const run = await suite.cal(['continue', handle, '--json', '--events', ...TIMEOUT, m2], { env: { CAL_TRACE_TIMING: trace } });
     expect(run.code, run.stderr).toBe(0);
+    // Already the first continue after start runs the claude -p cal's entry started (the start
+    // answered Claude's config again after the CLI's first run: nothing left to write now).
+    const marks = (await fs.readFile(trace, 'utf8')).split('\n').filter(Boolean).map((l) => l.split(' ')[2]);
+    expect(marks.filter((m) => m === 'structured-spawned')).toHaveLength(1);
+    expect(marks.indexOf('structured-spawned')).toBeLessThan(marks.indexOf('main'));
     expect(run.json.turn).toMatchObject({ status: 'completed', answer: 'The codeword was QUINCE.' });
     expect(eventsOf(run)).toEqual(['resuming', 'running', 'completed']);
     const turns = server.turnRequests();
