@@ -1,4 +1,5 @@
 import { z } from '../util/zod.js';
+import { HANDLE_ID_PATTERN } from './id.js';
 
 /**
  * Handles: two nested, versioned documents (design §3). The provider handle is transport state
@@ -130,7 +131,7 @@ export const PaneRecord = z.object({
 });
 export type PaneRecord = z.infer<typeof PaneRecord>;
 
-export const HandleId = z.string().regex(/^[a-z0-9]{6,32}$/, 'a handle id is 6-32 lowercase letters and digits');
+export const HandleId = z.string().regex(HANDLE_ID_PATTERN, 'a handle id is 6-32 lowercase letters and digits');
 export const HandleName = z
   .string()
   .min(1)

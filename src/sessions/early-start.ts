@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { startRecordedLaunch } from '../adapters/early-launch.js';
+import { isHandleId } from '../handles/id.js';
 import { resolveStateDir, stateLayout } from '../state/paths.js';
 import { isPrivateDir } from '../util/private-dir.js';
 
@@ -12,8 +13,8 @@ import { isPrivateDir } from '../util/private-dir.js';
  * turn then starts its CLI itself.
  */
 export function startRecordedContinuation(stateDir: string | undefined, ref: string, env: NodeJS.ProcessEnv): void {
-  // A handle id's form (handles/schema.ts HandleId); a name would need every handle read.
-  if (env.CAL_EARLY_LAUNCH === '0' || !/^[a-z0-9]{6,32}$/.test(ref)) return;
+  // Only a handle id: a name would need every handle read.
+  if (env.CAL_EARLY_LAUNCH === '0' || !isHandleId(ref)) return;
   try {
     const root = resolveStateDir(stateDir, env);
     const homes = stateLayout(root).homes;
