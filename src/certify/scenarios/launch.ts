@@ -64,7 +64,9 @@ export async function workingDirectory(ctx: ScenarioContext): Promise<void> {
   const shell = turn.tools.find((t) => t.kind === 'shell');
   ctx.check(shell, `the turn recorded no shell tool call (tools: ${q(JSON.stringify(turn.tools), 120)})`);
   const lines = outputLines(shell.output);
-  ctx.check(lines.includes(work.realPath), `pwd in the CLI's shell tool printed ${q(lines.join(' | '), 120)}, expected ${work.realPath}`);
+  // The answer is the model's reply to the tool result the CLI sent it: with it in the message, a
+  // failure tells an output the CLI lost from one cal read wrong or too early.
+  ctx.check(lines.includes(work.realPath), `pwd in the CLI's shell tool printed ${q(lines.join(' | '), 120)}, expected ${work.realPath} (the model then answered ${q(turn.answer, 160)})`);
   ctx.check(turn.answer === `Tool finished: ${work.realPath}`, `the answer was ${q(turn.answer)}, expected the tool's result`);
   ctx.note(`the shell tool ran in ${work.realPath} (asked for ${work.path})`);
 }
