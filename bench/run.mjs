@@ -10,7 +10,8 @@
 //
 // cal's own time on a live pane is read from cal's timing trace (CAL_TRACE_TIMING): process
 // start (taken here, right before the spawn) to the `paste-sent` mark, plus the end-of-turn
-// record reaching the transcript (seen here by a file watch) to cal's exit.
+// record reaching the transcript (seen here by a file watch) to cal's exit. BENCH_MARKS=1 also
+// prints every mark of that trace (add your own with timingMark while looking for time).
 import { randomUUID } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
@@ -119,6 +120,12 @@ async function livePane(s) {
       // the machine (27-65 ms on the same kind of machine): what is beyond it is cal's part.
       (Number.isNaN(nodeStartup) ? '' : `; beyond node's own start-up ${fmt(median(own) - nodeStartup)}`),
   );
+  // BENCH_MARKS=1: every timing mark of the live-pane continues, as the median time from cal's spawn.
+  if (process.env.BENCH_MARKS) {
+    const names = [...new Set(parts.flatMap((p) => Object.keys(p)))].filter((n) => n !== 'start');
+    const at = (n) => median(parts.filter((p) => p[n] !== undefined).map((p) => p[n] - p.start));
+    for (const n of names.sort((a, b) => at(a) - at(b))) console.log(`    mark ${n.padEnd(20)} ${fmt(at(n))} after cal's spawn`);
+  }
   report.relative('`cal continue` on a live pane: whole call ≤ 0.6x `claude -p --resume`', median(whole), median(bare), 0.6, 'claude -p --resume');
 }
 
