@@ -44,7 +44,7 @@ export const certifications: readonly Certification[] = [
     capability: 'tmuxContinuation',
     proves: "The CLI and its tools run in the requested working directory (its real path, also when reached through a symlink).",
     scenario: "start in a folder given through a symlink with a turn that runs `pwd` in the CLI's shell tool; the tool's output must be the folder's real path.",
-    live: `${SCRIPTED_ONLY} ([[cal:shell=pwd]] makes the model call the shell tool)`,
+    live: `${SCRIPTED_ONLY} ([[cal:shell=pwd && sleep 1]] makes the model call the shell tool)`,
     run: launch.workingDirectory,
   },
   {

@@ -16,6 +16,7 @@ const FIXTURES = [
   'cal-start-paste-resume.session',
   'cal-slow-shell-tool.session',
   'tui-cancelled-tool-500-stop.session',
+  'tui-lost-shell-output.session',
 ];
 
 const records = (name: string) => fixtureRecords('gemini', name);
@@ -143,6 +144,14 @@ describe('Gemini session-file observer (recorded 0.61.0 sessions)', () => {
     const emptyReply = all.findIndex((r) => (r as { type?: string; content?: unknown }).type === 'gemini' && (r as { content?: unknown }).content === '');
     for (const r of all.slice(0, emptyReply + 2)) partial.feed(r);
     expect(partial.observation.phase).toBe('running');
+  });
+
+  it('a shell tool whose output the CLI itself lost (its pty, under load): empty, as the CLI sent it to the model', () => {
+    // Recorded in a certification run (three scenarios at once): `pwd` ran and exited 0, but
+    // Gemini sent the model `Output: (empty)` and showed only its cursor line.
+    const o = observe('tui-lost-shell-output.session', 'Print the working directory [[cal:shell=pwd]]');
+    expect(ended(o)).toMatchObject({ status: 'completed', answer: 'Tool finished: (empty)' });
+    expect(o.tools).toEqual([{ kind: 'shell', name: 'pwd', input: { command: 'pwd', description: 'Run: pwd' }, output: '', status: 'completed' }]);
   });
 
   it('shell output is the command output inside the untrusted_context wrapper', () => {

@@ -61,6 +61,18 @@ export function eventNames(events: EventRecord[]): string[] {
   return events.map((e) => e.event);
 }
 
+/**
+ * The command a scenario has the scripted model run (`[[cal:shell=…]]`) when it checks the
+ * command's output: the command, then a second with the shell still open. Gemini 0.61.0 runs its
+ * shell tool in a pty and can lose the output of a command that exits at once when its own process
+ * is busy: it then sends the model `Output: (empty)` itself (2 CI runs in 7, docs/gemini.md;
+ * fixtures/gemini-0.61.0-tui-lost-shell-output.session.jsonl). Output written a second before the
+ * exit is read while the command still runs. A failing command still fails (`&&`).
+ */
+export function shellProbe(command: string): string {
+  return `${command} && sleep 1`;
+}
+
 /** Non-empty, trimmed lines of a tool's output. */
 export function outputLines(output: string | undefined): string[] {
   return (output ?? '').split('\n').map((l) => l.trim()).filter(Boolean);

@@ -1,7 +1,7 @@
 import type { EventRecord } from '../../state/store.js';
 import { errorText, type ScenarioContext } from '../context.js';
 import { CertFailure } from '../types.js';
-import { expectRecalled, expectRemembered, outputLines, q, RECALL, remember, sameList, secs, sessionRequests } from './common.js';
+import { expectRecalled, expectRemembered, outputLines, q, RECALL, remember, sameList, secs, sessionRequests, shellProbe } from './common.js';
 
 /** Launch and context: the CLI starts, in the right place, with what cal hands it. */
 
@@ -59,7 +59,7 @@ export async function startupDialogsPreAnswered(ctx: ScenarioContext): Promise<v
 
 export async function workingDirectory(ctx: ScenarioContext): Promise<void> {
   const work = await ctx.workDir({ viaSymlink: true });
-  const { handle, turn } = await ctx.startCompleted('Print the working directory [[cal:shell=pwd]]', { cwd: work.path });
+  const { handle, turn } = await ctx.startCompleted(`Print the working directory [[cal:shell=${shellProbe('pwd')}]]`, { cwd: work.path });
   ctx.check(handle.config.workingDir.realPath === work.realPath, `the handle records ${handle.config.workingDir.realPath}, expected ${work.realPath}`);
   const shell = turn.tools.find((t) => t.kind === 'shell');
   ctx.check(shell, `the turn recorded no shell tool call (tools: ${q(JSON.stringify(turn.tools), 120)})`);

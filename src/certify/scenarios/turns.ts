@@ -1,6 +1,6 @@
 import { errorKind, errorText, type ScenarioContext } from '../context.js';
 import { CertFailure } from '../types.js';
-import { expectRecalled, firstDifference, outputLines, q, RECALL, remember, secs, sessionRequests } from './common.js';
+import { expectRecalled, firstDifference, outputLines, q, RECALL, remember, secs, sessionRequests, shellProbe } from './common.js';
 
 /** Turns: what goes in, what comes out, and when cal says the turn ended. */
 
@@ -66,7 +66,7 @@ export async function slowToolNoFalseIdle(ctx: ScenarioContext): Promise<void> {
   const toolSeconds = 8;
   const mark = ctx.model.mark();
   const started = Date.now();
-  const { turn } = await ctx.continueCompleted(handle.id, `Run the slow tool [[cal:shell=sleep ${toolSeconds} && echo ${nonce}]]`);
+  const { turn } = await ctx.continueCompleted(handle.id, `Run the slow tool [[cal:shell=${shellProbe(`sleep ${toolSeconds} && echo ${nonce}`)}]]`);
   const took = Date.now() - started;
   ctx.check(took >= toolSeconds * 1000, `the turn was reported done after ${secs(took)}, while the tool sleeps ${toolSeconds}s`);
   const shell = turn.tools.find((t) => t.kind === 'shell');
@@ -97,7 +97,7 @@ export async function toolActivityRecorded(ctx: ScenarioContext): Promise<void> 
   const probe = await ctx.mcpProbe(work);
   const { handle } = await ctx.startCompleted(remember(ctx.codeword('TOOLS')), { cwd: work.path, mcpConfig: probe.config });
   const shellNonce = ctx.codeword('sh').toLowerCase();
-  const shell = await ctx.continueCompleted(handle.id, `Run it [[cal:shell=echo ${shellNonce}]]`);
+  const shell = await ctx.continueCompleted(handle.id, `Run it [[cal:shell=${shellProbe(`echo ${shellNonce}`)}]]`);
   const sh = shell.turn.tools.find((t) => t.kind === 'shell');
   ctx.check(sh, `the shell call is not on the turn (tools: ${q(JSON.stringify(shell.turn.tools), 120)})`);
   ctx.check(sh.name.includes(`echo ${shellNonce}`), `the shell activity names ${q(sh.name)}, expected the command`);
