@@ -11,8 +11,9 @@ import path from 'node:path';
  * - `drop-resume`: it drops the resume flag and its id, so every resume starts a fresh session;
  * - `replay`: it keeps the resume but sends every earlier launch message again in front of the
  *   new one (a CLI that replays the whole history as new input);
- * - `exit-mid-turn`: it kills the CLI as soon as the CLI runs a `sleep` (a slow tool call), so
- *   the CLI exits in the middle of a turn.
+ * - `exit-mid-turn`: it kills the CLI as soon as the CLI runs a `sleep` of 5 s or more (a slow
+ *   tool call), so the CLI exits in the middle of a turn. A shorter one is the second a shell
+ *   probe keeps its shell open after its command (shellProbe), not a slow tool.
  */
 export type BrokenMode = 'drop-resume' | 'replay' | 'exit-mid-turn';
 
@@ -90,7 +91,8 @@ if (MODE === 'exit-mid-turn') {
     for (const pid of descendants(child.pid)) {
       let cmd = '';
       try { cmd = fs.readFileSync('/proc/' + pid + '/cmdline', 'utf8'); } catch {}
-      if (/(^|\\/)sleep\\0/.test(cmd)) {
+      const [exe, seconds] = cmd.split('\\0');
+      if (/(^|\\/)sleep$/.test(exe ?? '') && Number(seconds) >= 5) {
         try { process.kill(child.pid, 'SIGKILL'); } catch {}
         fs.appendFileSync(DIR + '/exited-mid-turn', String(Date.now()) + '\\n');
         process.exit(1);
