@@ -3,6 +3,7 @@ import { CalError } from '../errors.js';
 import * as continuation from './scenarios/continuation.js';
 import * as hygiene from './scenarios/hygiene.js';
 import * as interruption from './scenarios/interruption.js';
+import { shellProbe } from './scenarios/common.js';
 import * as launch from './scenarios/launch.js';
 import * as turns from './scenarios/turns.js';
 import type { Certification } from './certification.js';
@@ -44,7 +45,7 @@ export const certifications: readonly Certification[] = [
     capability: 'tmuxContinuation',
     proves: "The CLI and its tools run in the requested working directory (its real path, also when reached through a symlink).",
     scenario: "start in a folder given through a symlink with a turn that runs `pwd` in the CLI's shell tool; the tool's output must be the folder's real path.",
-    live: `${SCRIPTED_ONLY} ([[cal:shell=pwd && sleep 1]] makes the model call the shell tool)`,
+    live: `${SCRIPTED_ONLY} ([[cal:shell=${shellProbe('pwd')}]] makes the model call the shell tool)`,
     run: launch.workingDirectory,
   },
   {

@@ -61,6 +61,9 @@ export function eventNames(events: EventRecord[]): string[] {
   return events.map((e) => e.event);
 }
 
+/** How long a shell probe keeps its shell open after its command, in seconds. */
+export const SHELL_PROBE_WAIT_S = 1;
+
 /**
  * The command a scenario has the scripted model run (`[[cal:shell=…]]`) when it checks the
  * command's output: the command, then a second with the shell still open. Gemini 0.61.0 runs its
@@ -70,7 +73,7 @@ export function eventNames(events: EventRecord[]): string[] {
  * exit is read while the command still runs. A failing command still fails (`&&`).
  */
 export function shellProbe(command: string): string {
-  return `${command} && sleep 1`;
+  return `${command} && sleep ${SHELL_PROBE_WAIT_S}`;
 }
 
 /** Non-empty, trimmed lines of a tool's output. */

@@ -1,6 +1,6 @@
 import { errorKind, errorText, type ScenarioContext } from '../context.js';
 import { CertFailure } from '../types.js';
-import { expectRecalled, firstDifference, outputLines, q, RECALL, remember, secs, sessionRequests, shellProbe } from './common.js';
+import { expectRecalled, firstDifference, outputLines, q, RECALL, remember, secs, sessionRequests, SHELL_PROBE_WAIT_S, shellProbe } from './common.js';
 
 /** Turns: what goes in, what comes out, and when cal says the turn ended. */
 
@@ -74,7 +74,7 @@ export async function slowToolNoFalseIdle(ctx: ScenarioContext): Promise<void> {
   ctx.check(turn.answer === `Tool finished: ${nonce}`, `the answer was ${q(turn.answer)}, expected the final answer after the tool result`);
   const requests = ctx.model.since(mark);
   ctx.check(requests.length >= 2 && (requests.at(-1)?.reply ?? '').startsWith('Tool finished'), `the model saw ${requests.length} requests for the turn; the last one answered ${q(requests.at(-1)?.reply)}`);
-  ctx.note(`a ${toolSeconds}s tool call (its shell open 1 s more after its output): turn ended ${secs(took)} after sending, with the answer that came after the tool result`);
+  ctx.note(`a ${toolSeconds}s tool call (its shell open ${SHELL_PROBE_WAIT_S} s more after its output): turn ended ${secs(took)} after sending, with the answer that came after the tool result`);
 }
 
 export async function finalAnswerFidelity(ctx: ScenarioContext): Promise<void> {
