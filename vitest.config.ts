@@ -9,5 +9,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     maxWorkers: 2,
     pool: 'forks',
+    // Removes the scratch folders each test file made under os.tmpdir() once the file is done.
+    setupFiles: ['test/support/scratch-cleanup.ts'],
   },
 });

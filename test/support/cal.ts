@@ -46,9 +46,7 @@ export function eventsOf(run: CalRun): string[] {
     .map((l) => JSON.parse(l).event);
 }
 
-export async function scratchDir(prefix: string): Promise<string> {
-  return fs.mkdtemp(path.join(os.tmpdir(), `cal-${prefix}-`));
-}
+export { scratchDir } from './scratch.js';
 
 /** A base environment with nothing of the developer's own CLI config leaking in. */
 export function baseEnv(extra: Record<string, string>): Record<string, string> {

@@ -1,4 +1,4 @@
-import { appendFileSync, chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { CliAdapter, LaunchRequest, SessionConfig, StallKeys, StartedStructuredTurn, StructuredRunRequest, StructuredStartRequest, StructuredTurnResult } from '../../src/adapters/types.js';
@@ -9,7 +9,7 @@ import type { ProviderHandle } from '../../src/handles/schema.js';
 import type { OwnPane, PaneInfo, PaneSpec, PaneState } from '../../src/tmux/tmux.js';
 import { AgentSessions } from '../../src/sessions/agent-sessions.js';
 import { StateStore } from '../../src/state/store.js';
-import { scratchDir } from './cal.js';
+import { scratchDir, scratchDirSync } from './scratch.js';
 
 /**
  * A fake tmux and a fake CLI adapter, so the engine's §4 decision and §5 turn endings run with
@@ -136,18 +136,9 @@ export class FakeTmux implements TmuxControl {
   }
 }
 
-/** A folder for one FakeCli's transcripts, removed when the test process exits (no /tmp/cal-* left behind). */
-const fakeCliDirs = new Set<string>();
-function fakeCliDir(): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'cal-fake-cli-'));
-  if (fakeCliDirs.size === 0) process.once('exit', () => fakeCliDirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
-  fakeCliDirs.add(dir);
-  return dir;
-}
-
 /** The fake CLI: one transcript file per session id under `dir`. */
 export class FakeCli {
-  readonly dir = fakeCliDir();
+  readonly dir = scratchDirSync('fake-cli');
   behaviour: FakeBehaviour = (message) => [{ t: 'user', text: message, key: 'k1' }, { t: 'answer', text: `echo: ${message}` }, { t: 'end' }];
   received: string[] = [];
   private readonly sessions = new Map<FakePane, string>();
@@ -322,7 +313,7 @@ export const fakeConfig = (cwd: string): SessionConfig => ({ cwd, model: null, s
 
 /** A real executable standing in for the pinned CLI (the engine checks it is still there, unchanged). */
 export function fakeExecutable(): string {
-  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'cal-fake-bin-')), 'fake-cli');
+  const file = path.join(scratchDirSync('fake-bin'), 'fake-cli');
   writeFileSync(file, '#!/bin/sh\necho "fake-cli 1.0.0"\n');
   chmodSync(file, 0o755);
   return file;

@@ -1,4 +1,4 @@
-import { mkdtempSync, realpathSync, statSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,6 +11,7 @@ import { dayFolders, fileKey, findRolloutsForFirstMessage, pickRollout } from '.
 import type { SessionConfig } from '../../src/adapters/types.js';
 import { cliBin, pinnedCli, repoRoot } from '../support/clis.js';
 import { fixtureRecords } from '../support/fixtures.js';
+import { scratchDirSync } from '../support/scratch.js';
 
 const config = (cwd: string, extra: Partial<SessionConfig> = {}): SessionConfig => ({ cwd, model: null, systemPrompt: null, mcpConfigPath: null, toolPolicy: 'default', ...extra });
 
@@ -46,7 +47,7 @@ describe('Codex pinned binary', () => {
 describe('Codex command line', () => {
   let dir: string;
   beforeAll(() => {
-    dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'cal-codex-unit-')));
+    dir = realpathSync(scratchDirSync('codex-unit'));
   });
   afterAll(async () => {
     await fs.rm(dir, { recursive: true, force: true });
@@ -138,7 +139,7 @@ describe('Codex rollout binding', () => {
   const created = new Date('2026-11-30T03:11:58.000Z');
 
   beforeAll(async () => {
-    const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'cal-codex-bind-')));
+    const root = realpathSync(scratchDirSync('codex-bind'));
     home = path.join(root, 'codex-home');
     work = path.join(root, 'work');
     await fs.mkdir(work);
@@ -180,7 +181,7 @@ describe('Codex rollout binding', () => {
 describe('Codex rollout choice among launches', () => {
   let files: string[];
   beforeAll(async () => {
-    const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'cal-codex-pick-')));
+    const dir = realpathSync(scratchDirSync('codex-pick'));
     files = ['a', 'b', 'c'].map((n) => path.join(dir, `rollout-2026-11-30T00-00-00-01a22a70-0000-7000-8000-00000000000${n === 'a' ? 1 : n === 'b' ? 2 : 3}.jsonl`));
     for (const f of files) await fs.writeFile(f, '');
   });

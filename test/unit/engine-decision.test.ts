@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -9,6 +9,7 @@ import type { ProviderHandle, StabilityFingerprint } from '../../src/handles/sch
 import type { TurnRequest } from '../../src/engine/types.js';
 import { kindOf } from '../support/errors.js';
 import { fakeWorld, providerHandle, type FakePane } from '../support/fake-engine.js';
+import { scratchDirSync } from '../support/scratch.js';
 
 /**
  * Design §4 (the continuation decision) and §5 (how a turn ends), row by row, with a fake tmux
@@ -53,7 +54,7 @@ describe('§4 rows through the engine (fake tmux, fake CLI)', () => {
 
   it('row 2: a working directory that is not the recorded one is stale_handle, named, before anything is sent', async () => {
     const w = fakeWorld();
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'cal-stale-'));
+    const dir = scratchDirSync('stale');
     const st = statSync(dir);
     const recorded: StabilityFingerprint = {
       workingDir: { path: dir, realPath: dir, dev: st.dev, ino: st.ino },

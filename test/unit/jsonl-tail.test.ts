@@ -4,9 +4,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { lastLineBoundary, readJsonlFrom, waitForChange } from '../../src/transcripts/jsonl-tail.js';
+import { scratchDir } from '../support/scratch.js';
 
 async function tmpFile(content: string | Buffer): Promise<string> {
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'cal-tail-'));
+  const dir = await scratchDir('tail');
   const file = path.join(dir, 't.jsonl');
   await fs.writeFile(file, content);
   return file;
@@ -38,7 +39,7 @@ describe('incremental JSONL tailing', () => {
   });
 
   it('a FIFO or a folder where the transcript belongs reads as no transcript yet, at once (never a hang in open)', async () => {
-    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'cal-tail-'));
+    const dir = await scratchDir('tail');
     const fifo = path.join(dir, 'fifo.jsonl');
     execFileSync('mkfifo', [fifo]);
     expect(await readJsonlFrom(fifo, 0)).toMatchObject({ records: [], missing: true, truncated: false });

@@ -5,9 +5,10 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LockDirectory } from '../../src/state/lock.js';
 import { repoRoot } from '../support/clis.js';
+import { scratchDir } from '../support/scratch.js';
 
 async function lockDir(): Promise<string> {
-  return fs.mkdtemp(path.join(os.tmpdir(), 'cal-lock-'));
+  return scratchDir('lock');
 }
 
 describe('cross-process locks', () => {
