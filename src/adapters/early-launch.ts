@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, statSync, unlinkSync, writeFileSync, promises as fsp } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from '../util/random.js';
@@ -126,24 +126,29 @@ interface LaunchRecord {
  * would put a secret-like variable on disk is not recorded (nor anything that fails here: the
  * entry then simply starts nothing). No fsync: a record lost to a crash costs one early start.
  */
-export async function recordNextLaunch(sessionDir: string, launch: JsonlLaunch, callerEnv: Record<string, string>, transcript: string | null): Promise<void> {
+export function recordNextLaunch(sessionDir: string, launch: JsonlLaunch, callerEnv: Record<string, string>, transcript: string | null): void {
   const file = path.join(sessionDir, RECORD_FILE);
   const set: Record<string, string> = {};
   for (const [k, v] of Object.entries(launch.env)) if (callerEnv[k] !== v) set[k] = v;
   const unset = Object.keys(callerEnv).filter((k) => !Object.hasOwn(launch.env, k));
+  // Synchronous, as the state's own writes are (state/fs.ts): this runs between the CLI's answer
+  // and cal's exit, where the three thread-pool round trips it made took 10-20 ms (measured on
+  // structured Claude turns, the CLI still exiting beside it) and the calls themselves 1-5.
   try {
     if (Object.keys(set).some((k) => SECRET_NAME.test(k))) {
-      await fsp.rm(file, { force: true });
+      rmSync(file, { force: true });
       return;
     }
     const record: LaunchRecord = { argv: launch.argv, cwd: launch.cwd, set, unset, transcript };
-    await fsp.mkdir(sessionDir, { recursive: true, mode: 0o700 });
+    mkdirSync(sessionDir, { recursive: true, mode: 0o700 });
     const temp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
-    await fsp.writeFile(temp, JSON.stringify(record), { mode: 0o600, flag: 'wx' });
-    await fsp.rename(temp, file).catch(async (err: unknown) => {
-      await fsp.rm(temp, { force: true });
+    writeFileSync(temp, JSON.stringify(record), { mode: 0o600, flag: 'wx' });
+    try {
+      renameSync(temp, file);
+    } catch (err) {
+      rmSync(temp, { force: true });
       throw err;
-    });
+    }
   } catch {
     // Best effort: without a record the next continue starts its CLI after cal's checks, as before.
   }

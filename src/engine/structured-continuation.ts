@@ -97,7 +97,7 @@ async function recordNext(req: TurnRequest, handle: ProviderHandle, fresh: boole
   // A failure here is the next continue's to report, not this finished turn's: nothing recorded.
   if (fresh && !(await req.adapter.prepare(req.env, req.config).then(() => true, () => false))) return;
   const launch = next({ cli: handle.cli, env: req.env, config: req.config, mode: 'resume', sessionId: handle.nativeSessionId, knownTranscript: handle.transcript?.path ?? null, sessionDir: req.sessionDir });
-  if (launch) await recordNextLaunch(req.sessionDir, launch, req.env, handle.transcript?.path ?? null);
+  if (launch) recordNextLaunch(req.sessionDir, launch, req.env, handle.transcript?.path ?? null);
 }
 
 /** How long a CLI that already ended its turn may take to exit before it is killed. */
