@@ -62,7 +62,20 @@ export function baseEnv(extra: Record<string, string>): Record<string, string> {
 export async function killStateTmux(stateDir: string): Promise<void> {
   const { tmuxSocketFor } = await import('../../src/engine/tmux-socket.js');
   const socket = await tmuxSocketFor(path.join(stateDir, 'tmux'));
+  const panes = await execa('tmux', ['-S', socket, 'list-panes', '-a', '-F', '#{pane_pid}'], { reject: false });
+  const pids = panes.exitCode === 0 ? panes.stdout.split('\n').map(Number).filter((n) => n > 0) : [];
   await execa('tmux', ['-S', socket, 'kill-server'], { reject: false });
+  // A CLI hung up by the server's end still writes its session on the way out (Claude Code does):
+  // waited for, briefly, so the test's scratch folder is not removed before and written again after.
+  const running = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  for (let waited = 0; waited < 5000 && pids.some(running); waited += 50) await new Promise((r) => setTimeout(r, 50));
 }
 
 /**

@@ -8,7 +8,7 @@ import path from 'node:path';
  * test file that made them (test/support/scratch-cleanup.ts, a vitest setup file). A test file's
  * own clean-up may remove one first; this catches the ones it forgets, so a CI machine keeps no
  * /tmp/cal-* from run to run. Removal at process exit is not enough: vitest ends its workers
- * without letting 'exit' handlers run. `CAL_TEST_KEEP_SCRATCH=1` keeps them, to read after a failure.
+ * without letting 'exit' handlers run. `CAL_KEEP_TEST_HOMES=1` keeps them, to read after a failure.
  */
 const made = new Set<string>();
 
@@ -24,7 +24,7 @@ export async function scratchDir(prefix: string): Promise<string> {
 
 /** Every scratch folder this test file made, at its end (see scratch-cleanup.ts). */
 export function removeScratchDirs(): void {
-  if (process.env.CAL_TEST_KEEP_SCRATCH === '1') return;
+  if (process.env.CAL_KEEP_TEST_HOMES === '1') return;
   for (const dir of made) {
     // A process the test started may still write there; a folder that will not go is left, not a failure.
     try {
