@@ -1,6 +1,5 @@
 import { realpathSync, statSync } from 'node:fs';
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nativeCodexBinary, wrapperEnv } from '../../src/adapters/codex/binary.js';

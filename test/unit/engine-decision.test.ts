@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { statSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { decideRoute, preflight, runProviderTurn, type RouteFacts } from '../../src/engine/decision.js';
 import { CalError } from '../../src/errors.js';
