@@ -133,7 +133,7 @@ export function recordNextLaunch(sessionDir: string, launch: JsonlLaunch, caller
   const unset = Object.keys(callerEnv).filter((k) => !Object.hasOwn(launch.env, k));
   // Synchronous, as the state's own writes are (state/fs.ts): this runs between the CLI's answer
   // and cal's exit, where the three thread-pool round trips it made took 10-20 ms (measured on
-  // structured Claude turns, the CLI still exiting beside it) and the calls themselves 1-5.
+  // structured Claude turns, the CLI still exiting beside it) and the calls themselves 1-5 ms.
   try {
     if (Object.keys(set).some((k) => SECRET_NAME.test(k))) {
       rmSync(file, { force: true });

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { execa } from 'execa';
+import { processExited } from '../../src/util/process-identity.js';
 import { calBin } from './clis.js';
 
 export interface CalRun {
@@ -65,15 +66,7 @@ export async function killStateTmux(stateDir: string): Promise<void> {
   await execa('tmux', ['-S', socket, 'kill-server'], { reject: false });
   // A CLI hung up by the server's end still writes its session on the way out (Claude Code does):
   // waited for, briefly, so the test's scratch folder is not removed before and written again after.
-  const running = (pid: number) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  for (let waited = 0; waited < 5000 && pids.some(running); waited += 50) await new Promise((r) => setTimeout(r, 50));
+  for (let waited = 0; waited < 5000 && !pids.every(processExited); waited += 50) await new Promise((r) => setTimeout(r, 50));
 }
 
 /**
