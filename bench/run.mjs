@@ -11,7 +11,8 @@
 // cal's own time on a live pane is read from cal's timing trace (CAL_TRACE_TIMING): process
 // start (taken here, right before the spawn) to the `paste-sent` mark, plus the end-of-turn
 // record reaching the transcript (seen here by a file watch) to cal's exit. BENCH_MARKS=1 also
-// prints every mark of that trace (add your own with timingMark while looking for time).
+// prints every mark of that trace (add your own with timingMark while looking for time). Beside
+// it, as a note: the same continue from a program with cal loaded (bench/live-library.mjs).
 import { randomUUID } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
@@ -127,6 +128,22 @@ async function livePane(s) {
     for (const n of names.sort((a, b) => at(a) - at(b))) console.log(`    mark ${n.padEnd(20)} ${fmt(at(n))} after cal's spawn`);
   }
   report.relative('`cal continue` on a live pane: whole call ≤ 0.6x `claude -p --resume`', median(whole), median(bare), 0.6, 'claude -p --resume');
+}
+
+/**
+ * For the reader of the live-pane row, not a target: cal's own time in the same continue made by
+ * a program with cal loaded (bench/live-library.mjs), where Node's start-up and the module graph
+ * are paid once, not per call.
+ */
+async function libraryLivePane(s) {
+  const script = path.join(root, 'bench', 'live-library.mjs');
+  const trace = path.join(scratch, 'trace-library.txt');
+  const run = must(await timed(process.execPath, [script, state, s.handle, s.transcript, TURN_END, String(RUNS), trace], { env: claudeEnv }), 'bench/live-library.mjs');
+  const r = JSON.parse(run.stdout.trim().split('\n').at(-1));
+  report.notes.push(
+    `the same live-pane continue from a program with cal loaded (the library, ${RUNS} calls after a first): cal's own time ${fmt(r.own)} ` +
+      `(call → paste sent ${fmt(r.toPaste)}, end-of-turn record → call settled ${fmt(r.afterEnd)}; medians)`,
+  );
 }
 
 /** cal continue after its pane was killed against Claude's own TUI resumed in a pane (start-up + turn). */
@@ -390,8 +407,15 @@ try {
   await step('`cal inspect --json` of 200 handles', () => inspect200(s), 'inspect');
   await step('`cal continue` on a live pane', () => livePane(s), 'live');
   await step('`cal continue` after tmux loss', () => afterLoss(s), 'loss');
+  // After the rows that compare this session with Claude's own, whose history grows alike: the
+  // library's turns add to this one only. The pane is live again (the last continue relaunched it).
+  if (!only || only.has('live')) {
+    await libraryLivePane(s).catch((err) => report.notes.push(`the live-pane continue through the library could not be measured: ${err instanceof Error ? err.message : String(err)}`));
+  }
   // The panes of the targets above are ended, so the concurrency target has the cores to itself.
   for (const dir of stateDirs) spawnSync('tmux', ['-S', await tmuxSocketFor(path.join(dir, 'tmux')), 'kill-server']);
+  // The CLIs of those panes take a while to exit: the structured turns begin once they are gone.
+  if (!only || only.has('structured')) await untilQuiet();
   await step('`cal continue` on the structured transport', structured, 'structured');
   await step(`${CONCURRENT} sessions continued at once`, concurrent, 'concurrent');
   const [l1, l5] = os.loadavg();
