@@ -414,8 +414,6 @@ try {
   }
   // The panes of the targets above are ended, so the concurrency target has the cores to itself.
   for (const dir of stateDirs) spawnSync('tmux', ['-S', await tmuxSocketFor(path.join(dir, 'tmux')), 'kill-server']);
-  // The CLIs of those panes take a while to exit: the structured turns begin once they are gone.
-  if (!only || only.has('structured')) await untilQuiet();
   await step('`cal continue` on the structured transport', structured, 'structured');
   await step(`${CONCURRENT} sessions continued at once`, concurrent, 'concurrent');
   const [l1, l5] = os.loadavg();

@@ -27,6 +27,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { untilQuiet } from './lib.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const cal = path.join(root, 'bin', 'cal.cjs');
@@ -207,6 +208,9 @@ async function bench(provider) {
       calOffMs.push(c.ms);
       await untilNoProcessIn(calWork);
     };
+    // The measured turns begin on a quiet machine, as the targets are stated: the starts above,
+    // or whatever ran before this script (the panes of `npm run bench`), may still be busy.
+    const quiet = await untilQuiet();
     // Pairs in alternating order (bare then cal, cal then bare, …): whichever side runs second
     // never always follows the same one, so what one side leaves behind (a CLI still exiting, the
     // kernel freeing its memory) weighs on both alike.
@@ -220,7 +224,7 @@ async function bench(provider) {
         await bareTurn(i, message);
       }
     }
-    return { provider, version: pinned.version, calMs, bareMs, nativeMs, beforeMs, cliMs, afterMs, heldMs, markMs, calOffMs };
+    return { provider, version: pinned.version, quiet, calMs, bareMs, nativeMs, beforeMs, cliMs, afterMs, heldMs, markMs, calOffMs };
   } finally {
     await server.close();
     // cal returns on Claude's result while its claude -p still writes its last files (it exits
@@ -242,6 +246,7 @@ for (const provider of providers) {
   const verdict = ratio <= TARGET ? 'PASS' : 'MISS';
   if (verdict === 'MISS') missed++;
   console.log(`${provider} ${r.version}, ${TURNS} resumed turns each, in pairs of alternating order:`);
+  console.log(`  begun after ${(r.quiet.waitedMs / 1000).toFixed(1)} s ${r.quiet.busy === null ? 'of waiting (no /proc/stat)' : `waiting for quiet (CPU ${(100 * r.quiet.busy).toFixed(0)}% busy)`}`);
   console.log(`  bare CLI resume            ${fmt(r.bareMs)}`);
   if (r.nativeMs.length) console.log(`  (its native binary alone  ${fmt(r.nativeMs)}, ratio ${(median(r.calMs) / median(r.nativeMs)).toFixed(2)}x)`);
   console.log(`  cal continue (structured)  ${fmt(r.calMs)}`);
