@@ -36,13 +36,18 @@ export function timed(cmd, args, { env, cwd, input } = {}) {
 export async function calTimed(args, { env, trace, input }) {
   await fs.rm(trace, { force: true });
   const run = await timed(process.execPath, [calBin, ...args], { env: { ...env, CAL_TRACE_TIMING: trace }, input });
+  return { ...run, marks: await readMarks(trace) };
+}
+
+/** The marks of a timing trace (CAL_TRACE_TIMING) by name, each at its first time; none without the file. */
+export async function readMarks(trace) {
   const marks = {};
   const text = await fs.readFile(trace, 'utf8').catch(() => '');
   for (const line of text.split('\n')) {
     const [t, , name] = line.split(' ');
     if (name && marks[name] === undefined) marks[name] = Number(t);
   }
-  return { ...run, marks };
+  return marks;
 }
 
 /**

@@ -14,7 +14,7 @@
 import fs from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import path from 'node:path';
-import { median, now, root, watchFor } from './lib.mjs';
+import { median, now, readMarks, root, watchFor } from './lib.mjs';
 
 const [stateDir, handle, transcript, needle, roundsArg, trace] = process.argv.slice(2);
 if (!trace) throw new Error('usage: live-library.mjs <state dir> <handle id> <transcript> <turn-end needle> <rounds> <trace file>');
@@ -22,16 +22,12 @@ process.env.CAL_TRACE_TIMING = trace;
 const { openSessions } = await import(pathToFileURL(path.join(root, 'dist', 'index.js')).href);
 const sessions = await openSessions({ stateDir, env: process.env });
 
-const lastMark = (name) => {
-  const lines = fs.readFileSync(trace, 'utf8').trim().split('\n').filter((l) => l.endsWith(` ${name}`));
-  return lines.length === 0 ? undefined : Number(lines.at(-1).split(' ')[0]);
-};
-
 const own = [];
 const toPaste = [];
 const afterEnd = [];
 const rounds = Number(roundsArg);
 for (let i = 0; i <= rounds; i++) {
+  // A trace of this call's marks only.
   fs.rmSync(trace, { force: true });
   const watch = watchFor(transcript, needle);
   const startedAt = now();
@@ -41,10 +37,11 @@ for (let i = 0; i <= rounds; i++) {
   // its mark is the earlier sight of the end (never a smaller figure than the watch alone gives).
   const watchedAt = watch.seenAt();
   watch.stop();
-  const readAt = lastMark('end-read');
+  const marks = await readMarks(trace);
+  const readAt = marks['end-read'];
   const endAt = watchedAt === null ? null : Math.min(watchedAt, readAt ?? watchedAt);
   if (!turn.answer?.includes('The codeword was BENCH.')) throw new Error(`the library's continue answered ${JSON.stringify(turn.answer)}`);
-  const pasteAt = lastMark('paste-sent');
+  const pasteAt = marks['paste-sent'];
   if (pasteAt === undefined) throw new Error("no paste-sent mark in cal's timing trace");
   if (endAt === null) throw new Error('no end-of-turn record seen');
   if (i === 0) continue;

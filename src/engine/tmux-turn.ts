@@ -294,6 +294,9 @@ function observerKey(observer: TurnObserver): string | null {
   return obs.phase === 'waiting' ? null : obs.turnKey;
 }
 
+/** A V8 stack frame as printed: `at fn (file:line:col)`, `at file:line:col`, `at fn (native)`. */
+const STACK_FRAME = /^at\s.*(:\d+:\d+\)?|\((native|<anonymous>)\))$/;
+
 /**
  * The last non-empty screen lines of a dead pane, as one line (a diagnostic, not an answer). A
  * CLI that died on an exception ends on its stack (and Node's version line): then the line above
@@ -305,7 +308,7 @@ export function lastWords(screen: string): string {
   let end = lines.length;
   while (end > 0 && /^Node\.js v\d/.test(lines[end - 1] as string)) end--;
   let frames = end;
-  while (frames > 0 && /^at\s/.test(lines[frames - 1] as string)) frames--;
+  while (frames > 0 && STACK_FRAME.test(lines[frames - 1] as string)) frames--;
   const words = frames < end && frames > 0 ? [lines[frames - 1], lines[frames]] : lines.slice(-3);
   return words.join(' / ').slice(0, 400);
 }

@@ -66,7 +66,7 @@ export async function killStateTmux(stateDir: string): Promise<void> {
   await execa('tmux', ['-S', socket, 'kill-server'], { reject: false });
   // A CLI hung up by the server's end still writes its session on the way out (Claude Code does):
   // waited for, briefly, so the test's scratch folder is not removed before and written again after.
-  for (let waited = 0; waited < 5000 && !pids.every(processExited); waited += 50) await new Promise((r) => setTimeout(r, 50));
+  for (let waited = 0; waited < 5000 && !pids.every((pid) => processExited(pid)); waited += 50) await new Promise((r) => setTimeout(r, 50));
 }
 
 /**

@@ -24,6 +24,10 @@ describe("a dead pane's last words", () => {
     expect(lastWords('at a (x.js:1:1)\nat b (x.js:2:2)\nat c (x.js:3:3)\nat d (x.js:4:4)')).toBe('at b (x.js:2:2) / at c (x.js:3:3) / at d (x.js:4:4)');
   });
 
+  it('take a line that only starts with "at" for words, not a frame', () => {
+    expect(lastWords('Error: no reply\nat this point the CLI gives up')).toBe('Error: no reply / at this point the CLI gives up');
+  });
+
   it('are cut to 400 characters', () => {
     expect(lastWords(`${'x'.repeat(1000)}\n`)).toHaveLength(400);
   });
