@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
+import { statSync } from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { CalError } from '../errors.js';
 import { processExited } from '../util/process-identity.js';
 import { randomBytes } from '../util/random.js';
@@ -36,6 +38,29 @@ export interface OwnPane {
 
 /** What a format condition may quote as is: tmux's format syntax has no escape for `,` `}` `#`, and `%` is strftime's. */
 const FORMAT_SAFE = /^[A-Za-z0-9_.-]+$/;
+
+/**
+ * How a pane's CLI gets its working directory. tmux runs formats in `new-session -c` (`#(cmd)`
+ * runs a command in the server; `##`, `#S`, `#{host}` change the path, and tmux then falls back
+ * silently to another directory), so no directory name ever reaches tmux's `-c`: the pane starts
+ * in `/` and `env --chdir`, given the directory as an argument (which tmux passes as is), changes
+ * into it and execs the CLI with PWD set to it (tmux sets PWD to `/`), or exits (125) without
+ * running it when it cannot. Not a shell: dash drops the variables whose names are not
+ * identifiers, which a pane must keep.
+ */
+const CHDIR_AND_EXEC = ['env', '--chdir'];
+
+/** Refuses a working directory that is not an absolute path to an existing directory. */
+function checkCwd(cwd: string): void {
+  if (!path.isAbsolute(cwd)) throw new CalError('usage', `the working directory ${JSON.stringify(cwd)} is not an absolute path`);
+  let isDir = false;
+  try {
+    isDir = statSync(cwd).isDirectory();
+  } catch {
+    isDir = false;
+  }
+  if (!isDir) throw new CalError('usage', `the working directory ${JSON.stringify(cwd)} is not an existing directory`);
+}
 
 /** A paste buffer of this call alone: cals (and calls of one cal) paste into one server at once. */
 function pasteBufferName(): string {
@@ -179,6 +204,12 @@ export class TmuxServer {
   }
 
   async newPane(spec: PaneSpec): Promise<PaneInfo> {
+    // tmux runs formats in `new-session -s` too (`a#{host}` names the session after the host):
+    // `#` starts every format, so a name holding one is refused (cal's own names hold none).
+    if (spec.session.includes('#') || spec.session === '') throw new CalError('internal', `the tmux session name ${JSON.stringify(spec.session)} is empty or holds "#", which tmux would expand`);
+    checkCwd(spec.cwd);
+    // env reads a leading NAME=VALUE operand as a variable, not the program to run.
+    if (!spec.argv[0] || spec.argv[0].includes('=')) throw new CalError('internal', `the program to run in the pane (${JSON.stringify(spec.argv[0] ?? '')}) is empty or holds "="`);
     // Values never go in argv: any local user can read a process's argv (ps). They travel in the
     // client's environment (private to the user); update-environment copies exactly these names
     // into the new session, and a name the client lacks is removed from it. Names that are not
@@ -201,7 +232,7 @@ export class TmuxServer {
         [
           'new-session', '-d', '-P', '-F', `#{session_name} #{pane_id} #{pane_pid} #{${CLEAN_MARK}}`,
           '-s', spec.session, '-x', String(spec.width ?? 200), '-y', String(spec.height ?? 50),
-          '-c', spec.cwd, '--', ...spec.argv,
+          '-c', '/', '--', ...CHDIR_AND_EXEC, spec.cwd, '--', `PWD=${spec.cwd}`, ...spec.argv,
         ],
       ],
       undefined,
