@@ -7,7 +7,7 @@ import { CalError } from '../errors.js';
 import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleId, HandleName, VersionProbe } from '../handles/schema.js';
 import { readSettledMark, saveSettledMark, type SettledMark } from './settled-mark.js';
 import { EventLogs, eventsSince, type EventRecord } from './event-log.js';
-import { appendJsonLine, ensurePrivateDir, readJsonFile, refuseNonDirectory, refuseNonRegular, refuseSymlink, stateWriteError, writeJsonAtomic, type LogCursor } from './fs.js';
+import { appendJsonLine, ensurePrivateDir, readJsonFile, refuseNonDirectory, refuseNonRegular, refuseSymlink, stateWriteError, writeJsonAtomic, type LogCursor, type ReadResult } from './fs.js';
 import { LockDirectory } from './lock.js';
 import { resolveStateDir, stateLayout, type StateLayout } from './paths.js';
 import { TurnRecord, unsentStatuses } from './turns.js';
@@ -159,7 +159,7 @@ export class StateStore {
 
   private async readHandleFile(id: string): Promise<AgentSessionHandle | null> {
     const file = this.handleFile(id);
-    const read = await readJsonFile(file, AgentSessionHandle);
+    const read = await this.readHandleAt(id);
     if (read.ok) return read.value;
     if (read.reason === 'missing') return null;
     const probe = await readJsonFile(file, VersionProbe);
@@ -173,6 +173,17 @@ export class StateStore {
     throw new CalError('invalid_handle', `handle file ${file} is corrupt (${read.detail}); it was left untouched`, { handle: id });
   }
 
+  /**
+   * The handle in `handles/<id>.json`, read through its schema. A file whose inner id is not its
+   * name (a copy of another handle) is corrupt: cal would otherwise act on the other handle's
+   * records, home and pane, so it is refused and touched by nothing.
+   */
+  private async readHandleAt(id: string): Promise<ReadResult<AgentSessionHandle>> {
+    const read = await readJsonFile(this.handleFile(id), AgentSessionHandle);
+    if (read.ok && read.value.id !== id) return { ok: false, reason: 'corrupt', detail: `it holds the id ${JSON.stringify(read.value.id)}, not its file name's ${id}` };
+    return read;
+  }
+
   /** Every readable handle; unreadable ones are skipped (inspect reports them separately). */
   async listHandles(): Promise<AgentSessionHandle[]> {
     const out: AgentSessionHandle[] = [];
@@ -181,7 +192,7 @@ export class StateStore {
       if (!m?.[1]) continue;
       const file = this.handleFile(m[1]);
       const identity = fileIdentity(file);
-      const read = await readJsonFile(file, AgentSessionHandle);
+      const read = await this.readHandleAt(m[1]);
       if (!read.ok) continue;
       out.push(read.value);
       if (identity !== null) this.parsedHandleFiles.set(file, identity);
@@ -209,7 +220,7 @@ export class StateStore {
       const file = this.handleFile(m[1]);
       const identity = fileIdentity(file);
       if (identity !== null && this.parsedHandleFiles.get(file) === identity) continue;
-      const read = await readJsonFile(file, AgentSessionHandle);
+      const read = await this.readHandleAt(m[1]);
       if (read.ok || read.reason === 'missing') continue;
       const named = await readJsonFile(file, NameProbe);
       out.push({ file, reason: read.detail, name: named.ok ? (named.value.name ?? null) : null });

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AgentSessions } from '../../src/sessions/agent-sessions.js';
 import type { StateStore } from '../../src/state/store.js';
@@ -95,5 +95,29 @@ describe('removing a handle and replacing a name (fake CLI, fake tmux)', () => {
     expect(existsSync(store.handleFile(old.handle.id))).toBe(true);
     expect(await kindOf(start('three', { name: old.handle.id, replace: true }))).toBe('usage');
     expect(existsSync(store.handleFile(old.handle.id))).toBe(true);
+  });
+
+  it('a handle file whose inner id differs from its file name is invalid_handle (4) and touched by nothing (issue 40, item 6)', async () => {
+    const { handle } = await start('one', { name: 'victim' });
+    const pane = tmux.panes[0]!;
+    const original = readFileSync(store.handleFile(handle.id), 'utf8');
+    const copies: Array<[string, string]> = [
+      ['bbbbbbbb', original],
+      // Beyond the issue: a copy that also renames itself, and one whose inner id is a longer prefix.
+      ['cccccccc', original.replace('"victim"', '"decoy"')],
+      [`${handle.id}0`, original],
+    ];
+    for (const [id, text] of copies) writeFileSync(store.handleFile(id), text);
+    for (const [id] of copies) {
+      for (const attempt of [sessions.remove(id, true), sessions.remove(id), sessions.continue({ ref: id, message: 'two', env }), sessions.describe(id)]) {
+        expect(await attempt.catch((e) => e)).toMatchObject({ kind: 'invalid_handle', exitCode: 4 });
+      }
+      expect(existsSync(store.handleFile(id))).toBe(true);
+    }
+    expect(await kindOf(sessions.remove('decoy', true))).toBe('not_found');
+    expect(pane.dead).toBe(false);
+    for (const file of [store.handleFile(handle.id), store.eventsFile(handle.id), store.turnsDir(handle.id)]) expect(existsSync(file)).toBe(true);
+    expect(readFileSync(store.handleFile(handle.id), 'utf8')).toBe(original);
+    expect((await sessions.remove('victim')).handle.id).toBe(handle.id);
   });
 });
