@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { ensurePlainDirSync } from '../util/private-file.js';
 import { randomBytes } from '../util/random.js';
 import { timingMark } from '../util/timing.js';
 import { isPrivateDir, ownedPrivately } from '../util/private-dir.js';
@@ -140,7 +141,8 @@ export function recordNextLaunch(sessionDir: string, launch: JsonlLaunch, caller
       return;
     }
     const record: LaunchRecord = { argv: launch.argv, cwd: launch.cwd, set, unset, transcript };
-    mkdirSync(sessionDir, { recursive: true, mode: 0o700 });
+    // homes/<id> a plain folder: never written into through a link planted in its place.
+    ensurePlainDirSync(sessionDir, path.dirname(sessionDir));
     const temp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
     writeFileSync(temp, JSON.stringify(record), { mode: 0o600, flag: 'wx' });
     try {

@@ -43,7 +43,8 @@ export async function feedTranscript(
 export async function feedSignals(file: string, offset: number, observer: TurnObserver): Promise<number> {
   if (!observer.feedSignal) return offset;
   for (;;) {
-    const read = await readJsonlFrom(file, offset);
+    // The signal file is cal's own (homes/<id>/): never read through a link planted there.
+    const read = await readJsonlFrom(file, offset, undefined, { noFollow: true });
     if (read.truncated) return offset;
     for (const rec of read.records) observer.feedSignal(rec.value);
     if (read.offset === offset) return offset;

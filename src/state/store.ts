@@ -4,10 +4,11 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { z } from '../util/zod.js';
 import { CalError } from '../errors.js';
-import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleId, HandleName, VersionProbe } from '../handles/schema.js';
+import { AgentSessionHandle, HandleId, HandleName } from '../handles/schema.js';
+import { readHandleAt, readHandleFile } from './handle-file.js';
 import { readSettledMark, saveSettledMark, type SettledMark } from './settled-mark.js';
 import { EventLogs, eventsSince, type EventRecord } from './event-log.js';
-import { appendJsonLine, ensurePrivateDir, readJsonFile, refuseNonDirectory, refuseNonRegular, refuseSymlink, stateWriteError, writeJsonAtomic, type LogCursor, type ReadResult } from './fs.js';
+import { appendJsonLine, ensurePrivateDir, readJsonFile, refuseNonDirectory, refuseNonRegular, refuseSymlink, stateWriteError, writeJsonAtomic, type LogCursor } from './fs.js';
 import { LockDirectory } from './lock.js';
 import { resolveStateDir, stateLayout, type StateLayout } from './paths.js';
 import { TurnRecord, unsentStatuses } from './turns.js';
@@ -136,7 +137,7 @@ export class StateStore {
   async loadHandle(ref: string): Promise<AgentSessionHandle> {
     parseHandleRef(ref);
     if (HandleId.safeParse(ref).success) {
-      const byId = await this.readHandleFile(ref);
+      const byId = await readHandleFile(this.handleFile(ref), ref);
       if (byId) return this.refusePlantedLinks(byId);
     }
     for (const handle of await this.listHandles()) {
@@ -157,33 +158,6 @@ export class StateStore {
     return handle;
   }
 
-  private async readHandleFile(id: string): Promise<AgentSessionHandle | null> {
-    const file = this.handleFile(id);
-    const read = await this.readHandleAt(id);
-    if (read.ok) return read.value;
-    if (read.reason === 'missing') return null;
-    const probe = await readJsonFile(file, VersionProbe);
-    if (probe.ok && probe.value.schemaVersion > HANDLE_SCHEMA_VERSION) {
-      throw new CalError(
-        'invalid_handle',
-        `handle ${id} has schema version ${probe.value.schemaVersion}, newer than this cal understands (${HANDLE_SCHEMA_VERSION}); upgrade cal (the file was left untouched)`,
-        { handle: id },
-      );
-    }
-    throw new CalError('invalid_handle', `handle file ${file} is corrupt (${read.detail}); it was left untouched`, { handle: id });
-  }
-
-  /**
-   * The handle in `handles/<id>.json`, read through its schema. A file whose inner id is not its
-   * name (a copy of another handle) is corrupt: cal would otherwise act on the other handle's
-   * records, home and pane, so it is refused and touched by nothing.
-   */
-  private async readHandleAt(id: string): Promise<ReadResult<AgentSessionHandle>> {
-    const read = await readJsonFile(this.handleFile(id), AgentSessionHandle);
-    if (read.ok && read.value.id !== id) return { ok: false, reason: 'corrupt', detail: `it holds the id ${JSON.stringify(read.value.id)}, not its file name's ${id}` };
-    return read;
-  }
-
   /** Every readable handle; unreadable ones are skipped (inspect reports them separately). */
   async listHandles(): Promise<AgentSessionHandle[]> {
     const out: AgentSessionHandle[] = [];
@@ -192,7 +166,7 @@ export class StateStore {
       if (!m?.[1]) continue;
       const file = this.handleFile(m[1]);
       const identity = fileIdentity(file);
-      const read = await this.readHandleAt(m[1]);
+      const read = await readHandleAt(file, m[1]);
       if (!read.ok) continue;
       out.push(read.value);
       if (identity !== null) this.parsedHandleFiles.set(file, identity);
@@ -220,7 +194,7 @@ export class StateStore {
       const file = this.handleFile(m[1]);
       const identity = fileIdentity(file);
       if (identity !== null && this.parsedHandleFiles.get(file) === identity) continue;
-      const read = await this.readHandleAt(m[1]);
+      const read = await readHandleAt(file, m[1]);
       if (read.ok || read.reason === 'missing') continue;
       const named = await readJsonFile(file, NameProbe);
       out.push({ file, reason: read.detail, name: named.ok ? (named.value.name ?? null) : null });

@@ -1,3 +1,4 @@
+import { CalError } from '../errors.js';
 import { closeSync, constants as fsConstants, fstatSync, openSync, readSync, statSync, watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
 
@@ -38,14 +39,16 @@ export const MAX_LINE_BYTES = 16 << 20;
  * stat, a read and a close through the thread pool are four round trips on the way from that
  * record to cal's exit (each read between lines is at most CHUNK, about 1 ms for a full one).
  */
-export async function readJsonlFrom(file: string, offset: number, maxBytes = 8 << 20): Promise<TailResult> {
+export async function readJsonlFrom(file: string, offset: number, maxBytes = 8 << 20, opts: { noFollow?: boolean } = {}): Promise<TailResult> {
   let fd: number;
   try {
     // O_NONBLOCK: a FIFO where the transcript belongs must not hang cal in open() (below, anything
-    // but a regular file is read as no transcript yet).
-    fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
+    // but a regular file is read as no transcript yet). `noFollow` for files in cal's own state
+    // (a CLI's own transcript may live behind a user's link; cal's files never do).
+    fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | (opts.noFollow ? fsConstants.O_NOFOLLOW : 0));
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return noTranscript(file, offset);
+    if (opts.noFollow && (err as NodeJS.ErrnoException).code === 'ELOOP') throw new CalError('usage', `${file} in cal's state is a symlink: refusing to read through it (remove it)`);
     throw err;
   }
   try {

@@ -1,5 +1,5 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { ensurePlainDirSync, touchPlainFileSync, writePlainFileSync } from '../../util/private-file.js';
 import { z } from '../../util/zod.js';
 import { compareVersions } from '../versions.js';
 
@@ -33,7 +33,7 @@ const HOOK_PROGRAM = [
   'let p=null;try{p=JSON.parse(d)}catch{}',
   'if(typeof p!=="object"||p===null||Array.isArray(p))p={unparsed:d.slice(0,4096)};',
   'p.cal_received_at=new Date().toISOString();',
-  'try{fs.appendFileSync(process.argv[1],JSON.stringify(p)+"\\n",{mode:0o600})}catch{}',
+  'try{const k=fs.constants,f=fs.openSync(process.argv[1],k.O_WRONLY|k.O_APPEND|k.O_CREAT|k.O_NOFOLLOW|k.O_NONBLOCK,0o600);try{if(fs.fstatSync(f).isFile())fs.writeSync(f,JSON.stringify(p)+"\\n")}finally{fs.closeSync(f)}}catch{}',
   '});',
 ].join('');
 
@@ -68,7 +68,10 @@ export function shellHookCommand(signalFile: string): string {
     'umask 077',
     "p=$(tr -d '\\n\\r')",
     't=$(date -u +%Y-%m-%dT%H:%M:%SZ)',
-    `{ printf '%s,"cal_received_at":"%s"}\\n' "\${p%\\}*}" "$t" >> ${shellQuote(signalFile)}; } 2>/dev/null`,
+    // A link (or anything but a file) planted in the signal file's place is not appended
+    // through (cal created the file plain before the launch; the shell has no O_NOFOLLOW, so it
+    // looks first: a link planted in the instant between its look and its write is the limit).
+    `{ [ -L ${shellQuote(signalFile)} ] || { [ -e ${shellQuote(signalFile)} ] && [ ! -f ${shellQuote(signalFile)} ]; } || printf '%s,"cal_received_at":"%s"}\\n' "\${p%\\}*}" "$t" >> ${shellQuote(signalFile)}; } 2>/dev/null`,
     'exit 0',
   ].join('; ');
 }
@@ -122,10 +125,13 @@ export function hookSettings(signalFile: string, version: string, node = process
  * hook that runs.
  */
 export function writeHookSettings(sessionDir: string, version: string): { settingsFile: string; signalFile: string } {
-  mkdirSync(sessionDir, { recursive: true, mode: 0o700 });
+  // Nothing is written through a link planted in the state directory: the session dir itself,
+  // the settings file or the signal file (created plain here, so the hook appends to it only).
+  ensurePlainDirSync(sessionDir, path.dirname(sessionDir));
   const signalFile = path.join(sessionDir, SIGNAL_FILE);
   const settingsFile = path.join(sessionDir, SETTINGS_FILE);
-  writeFileSync(settingsFile, JSON.stringify(hookSettings(signalFile, version), null, 2) + '\n', { mode: 0o600 });
+  writePlainFileSync(settingsFile, JSON.stringify(hookSettings(signalFile, version), null, 2) + '\n');
+  touchPlainFileSync(signalFile);
   return { settingsFile, signalFile };
 }
 

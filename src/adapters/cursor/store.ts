@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { ensurePlainDirSync, writePlainFileSync } from '../../util/private-file.js';
 import { z } from '../../util/zod.js';
 import { CalError } from '../../errors.js';
 import { ensurePrivateDir } from '../../util/private-dir.js';
@@ -68,10 +69,10 @@ export async function writePluginDir(sessionDir: string, mcpConfigPath: string):
   if (!McpConfig.safeParse(parsed).success) {
     throw new CalError('usage', `the MCP config ${mcpConfigPath} has no "mcpServers" object, which Cursor's mcp.json format needs`);
   }
-  await ensurePrivateDir(sessionDir);
   const dir = path.join(sessionDir, 'cursor-plugin', 'cal');
-  await fs.mkdir(path.join(dir, '.cursor-plugin'), { recursive: true, mode: 0o700 });
-  await fs.writeFile(path.join(dir, '.cursor-plugin', 'plugin.json'), JSON.stringify({ name: 'cal' }) + '\n', { mode: 0o600 });
+  // homes/<id> and the plugin's folders: plain, no link planted in their place.
+  ensurePlainDirSync(path.join(dir, '.cursor-plugin'), path.dirname(sessionDir));
+  writePlainFileSync(path.join(dir, '.cursor-plugin', 'plugin.json'), JSON.stringify({ name: 'cal' }) + '\n');
   const link = path.join(dir, 'mcp.json');
   await fs.rm(link, { force: true });
   await fs.symlink(path.resolve(mcpConfigPath), link);

@@ -1,9 +1,10 @@
-import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync, readlinkSync, symlinkSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { CalError } from '../../errors.js';
 import type { SessionConfig } from '../types.js';
 import { geminiDir, parseSettings } from './home.js';
 import { readMcpServers } from '../mcp-config-file.js';
+import { ensurePlainDirSync, writePlainFileSync } from '../../util/private-file.js';
 
 /**
  * The Gemini home cal owns for one session (measured on 0.61.0; research:
@@ -168,12 +169,13 @@ export function prepareManagedHome(env: Record<string, string>, config: SessionC
   const user = readUserSettings(env);
   const home = managedHome(sessionDir);
   const dir = path.join(home, '.gemini');
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  // homes/<id>, its gemini-home and .gemini: plain folders, no link planted in their place.
+  ensurePlainDirSync(dir, path.dirname(sessionDir));
   const mcpServers = config.mcpConfigPath ? geminiMcpServers(config.mcpConfigPath) : {};
   const settings = managedSettings(user, { mcpServers, systemPrompt: config.systemPrompt !== null, env });
-  writeFileSync(path.join(dir, 'settings.json'), `${JSON.stringify(settings, null, 2)}\n`, { mode: 0o600 });
+  writePlainFileSync(path.join(dir, 'settings.json'), `${JSON.stringify(settings, null, 2)}\n`);
   const promptFile = path.join(dir, SYSTEM_PROMPT_FILE);
-  if (config.systemPrompt !== null) writeFileSync(promptFile, `${config.systemPrompt}\n`, { mode: 0o600 });
+  if (config.systemPrompt !== null) writePlainFileSync(promptFile, `${config.systemPrompt}\n`);
   else if (existsSync(promptFile)) unlinkSync(promptFile);
   for (const name of [...USER_ENTRIES, ...contextFileNames(user)]) {
     if (name === SYSTEM_PROMPT_FILE || name.includes('/')) continue;
