@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { z } from '../util/zod.js';
 import { CalError } from '../errors.js';
+import { readUserFileSync } from '../util/user-file.js';
 
 /**
  * `--mcp-config F`, Claude Code's own format (`{"mcpServers": {name: {...}}}`), as the adapters
@@ -35,7 +35,7 @@ export function readMcpServers<K extends z.ZodRawShape = Record<never, never>>(
 ): Record<string, McpServerEntry<K>> {
   const McpConfigFile = z.object({ mcpServers: z.record(z.string(), serverShapes(extraKeys)) });
   try {
-    const result = McpConfigFile.safeParse(JSON.parse(readFileSync(file, 'utf8')));
+    const result = McpConfigFile.safeParse(JSON.parse(readUserFileSync(file, '--mcp-config')));
     if (!result.success) throw new Error(result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
     return result.data.mcpServers as Record<string, McpServerEntry<K>>;
   } catch (err) {

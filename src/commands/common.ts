@@ -1,8 +1,8 @@
-import { promises as fs } from 'node:fs';
 import { CalError, TurnError, type Handle, type Turn, type TurnResult } from '../index.js';
 import { checkMessage } from '../library/history.js';
 import { toCalError } from '../errors.js';
 import type { LiveOutput } from './progress.js';
+import { readUserFileSync } from '../util/user-file.js';
 
 export type { GlobalOptions } from './spec.js';
 
@@ -146,9 +146,5 @@ export function renderError(err: unknown, opts: OutputOptions): number {
 }
 
 export async function fileText(file: string, flag: string): Promise<string> {
-  try {
-    return await fs.readFile(file, 'utf8');
-  } catch {
-    throw new CalError('usage', `${flag}: cannot read ${file}`);
-  }
+  return readUserFileSync(file, flag);
 }

@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { z } from '../util/zod.js';
 import { CalError } from '../errors.js';
+import { readUserFileSync } from '../util/user-file.js';
 
 /**
  * `--mcp-config F` is one file format for every CLI (Claude Code's own): `{"mcpServers": {name:
@@ -17,12 +17,12 @@ const McpServer = z.union([
 const McpConfig = z.object({ mcpServers: z.record(z.string(), McpServer) }).passthrough();
 
 export function checkMcpConfig(file: string): void {
+  const text = readUserFileSync(file, '--mcp-config');
   let raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (err) {
-    const why = (err as NodeJS.ErrnoException).code ? `cannot read it (${(err as NodeJS.ErrnoException).code})` : 'it is not JSON';
-    throw new CalError('usage', `--mcp-config ${file}: ${why}; expected {"mcpServers": {"name": {"command": ...}}}`);
+    raw = JSON.parse(text);
+  } catch {
+    throw new CalError('usage', `--mcp-config ${file}: it is not JSON; expected {"mcpServers": {"name": {"command": ...}}}`);
   }
   const parsed = McpConfig.safeParse(raw);
   if (!parsed.success) {

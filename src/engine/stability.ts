@@ -1,9 +1,9 @@
 import { digestHex } from '../util/digest.js';
 import { realpathSync, statSync } from 'node:fs';
-import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { CalError } from '../errors.js';
 import type { DirIdentity, StabilityFingerprint } from '../handles/schema.js';
+import { readUserFileSync } from '../util/user-file.js';
 
 /** A folder's identity: the path as given and the device/inode of its real path. */
 export function dirIdentity(dir: string): DirIdentity {
@@ -25,11 +25,7 @@ export function sha256(text: string): string {
 }
 
 export async function hashFile(file: string): Promise<string> {
-  try {
-    return sha256(await fs.readFile(file, 'utf8'));
-  } catch {
-    throw new CalError('usage', `cannot read MCP config ${file}`);
-  }
+  return sha256(readUserFileSync(file, 'MCP config'));
 }
 
 export interface RequestedConfig {

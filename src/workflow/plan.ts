@@ -1,9 +1,9 @@
-import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
 import { z } from '../util/zod.js';
 import { CalError } from '../errors.js';
 import { providerNames, transports } from '../handles/schema.js';
+import { readUserFileSync } from '../util/user-file.js';
 
 /**
  * A plan: the durable post-step workflow `cal run` executes (docs/plans.md). Ordered phases on
@@ -68,11 +68,7 @@ export function isMessagePhase(phase: Phase): phase is z.infer<typeof MessagePha
 /** Reads a plan file (YAML or JSON); relative paths in it are relative to the file. */
 export async function readPlan(file: string): Promise<Plan> {
   let text: string;
-  try {
-    text = await fs.readFile(file, 'utf8');
-  } catch {
-    throw new CalError('usage', `cannot read plan ${file}`);
-  }
+  text = readUserFileSync(file, 'plan');
   let raw: unknown;
   try {
     raw = /\.json$/i.test(file) ? JSON.parse(text) : YAML.parse(text);

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { ensurePlainDirSync, writePlainFileSync } from '../../util/private-file.js';
 import { z } from '../../util/zod.js';
 import { CalError } from '../../errors.js';
-import { ensurePrivateDir } from '../../util/private-dir.js';
+import { readUserFileSync } from '../../util/user-file.js';
 
 /**
  * Where Cursor CLI keeps a chat, as documented by third parties who read it off the CLI
@@ -62,7 +62,7 @@ const McpConfig = z.object({ mcpServers: z.record(z.string(), z.unknown()) }).pa
 export async function writePluginDir(sessionDir: string, mcpConfigPath: string): Promise<string> {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(await fs.readFile(mcpConfigPath, 'utf8'));
+    parsed = JSON.parse(readUserFileSync(mcpConfigPath, '--mcp-config'));
   } catch (err) {
     throw new CalError('usage', `the MCP config ${mcpConfigPath} is not readable JSON: ${(err as Error).message}`);
   }
