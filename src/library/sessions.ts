@@ -5,6 +5,7 @@ import { resolveStateDir } from '../state/paths.js';
 import { StateStore, type EventRecord } from '../state/store.js';
 import { CertificationError, completedOrThrow } from './errors.js';
 import { handleEvents } from './events.js';
+import { checkAskOptions, checkContinueOptions, checkStartOptions } from './options.js';
 import { checkHistory, checkMessage, recordedConversation, splitHistory } from './history.js';
 import type {
   AskOptions,
@@ -57,6 +58,7 @@ class CalSessions implements Sessions {
   }
 
   async start(o: StartOptions): Promise<TurnResult> {
+    checkStartOptions(o);
     checkMessage(o.message);
     refuseAborted(o.signal);
     let result: Awaited<ReturnType<AgentSessions['start']>>;
@@ -104,6 +106,7 @@ class CalSessions implements Sessions {
   }
 
   async continue(ref: HandleRef, message: string, o: ContinueOptions = {}): Promise<TurnResult> {
+    checkContinueOptions(o);
     const handleRef = refOf(ref);
     checkMessage(message);
     refuseAborted(o.signal);
@@ -131,6 +134,7 @@ class CalSessions implements Sessions {
    * API session continues from its managed copy). Never a replay.
    */
   async ask(o: AskOptions): Promise<TurnResult> {
+    checkAskOptions(o);
     const { earlier, newMessage } = splitHistory(o.messages);
     if (o.handle === undefined || o.handle === null) {
       if (earlier.length > 0) {
