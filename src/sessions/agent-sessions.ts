@@ -19,6 +19,7 @@ import type { TurnRecord } from '../state/turns.js';
 import { historyFile } from './api-history.js';
 import { handleLockName, sessionConfig, sessionContext, type SessionContext } from './context.js';
 import { executeTurn, nextPaneName } from './execute-turn.js';
+import { tmuxSocketFor } from '../engine/tmux-socket.js';
 import { recover, settleEarlierTurns } from './recovery.js';
 import { removeHandle, type RemoveResult } from './remove-handle.js';
 import { newTurn } from './turn-journal.js';
@@ -68,6 +69,8 @@ export class AgentSessions {
     const mcpConfigPath = req.mcpConfig ? path.resolve(req.mcpConfig) : null;
     if (mcpConfigPath) checkMcpConfig(mcpConfigPath);
     const cli = adapter ? await adapter.resolveCli(req.cliPath, req.env) : null;
+    // The tmux socket's folder is checked (and, when squatted, replaced) before a handle exists.
+    if (transport === 'tmux') await tmuxSocketFor(this.store.layout.tmux);
     const id = newId();
     const now = new Date().toISOString();
     const provider: ProviderHandle = {
