@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import Module, { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,8 +11,9 @@ import vm from 'node:vm';
  * mostly skipped. The cache is written after the command ran, so it holds the functions that
  * were really compiled, not only the top level.
  *
- * A cache entry is named by the chunk's name, size and modification time (a rebuilt chunk gets
- * a new entry; V8 itself checks only the source length and its own version and flags), in a
+ * A cache entry is named by the chunk's name and a hash of its source (a chunk whose text changed
+ * gets a new entry, whatever its name, size and time; V8 itself checks only the source length
+ * and its own version and flags, so an entry for other text would run that text's code), in a
  * folder per V8 version, architecture and installed cal (its chunks' folder); entries whose chunk
  * is gone (an earlier build) are removed when new ones are written. A cache entry is code cal
  * runs, so the cache is used only as the state directory is: a folder of this user's, 0700, not
@@ -45,14 +46,31 @@ export function compileCacheDir(chunks: string, env: NodeJS.ProcessEnv = process
   return path.join(cacheRoot(env), 'compile', `v8-${process.versions.v8}-${process.arch}-${shortHash(chunks)}`);
 }
 
-function entryFor(dir: string, file: string): string | null {
-  try {
-    const st = statSync(file);
-    return path.join(dir, `${path.basename(file)}-${st.size}-${Math.trunc(st.mtimeMs)}`);
-  } catch {
-    return null;
+/**
+ * A 64-bit hash of a chunk's source, in hex: two FNV-1a passes with different offsets, so an entry
+ * is named by what the chunk says, not by its name, size or time (V8 checks only the source's
+ * length, and an upgrade can keep a chunk's name, size and time while its text changes: the cache
+ * would then run the old code).
+ */
+function contentHash(text: string): string {
+  let a = 0x811c9dc5;
+  let b = 0x050c5d1f;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193) >>> 0;
+    b = Math.imul(b ^ c, 0x01000193) >>> 0;
+    b = (b ^ (b >>> 15)) >>> 0;
   }
+  return a.toString(16).padStart(8, '0') + b.toString(16).padStart(8, '0');
 }
+
+/** The entry of a chunk with this source: `<chunk name>-<hash of its source>`. */
+function entryFor(dir: string, file: string, content: string): string {
+  return path.join(dir, `${path.basename(file)}-${contentHash(content)}`);
+}
+
+/** An entry's name: the chunk it is for and the hash of that chunk's source. */
+const ENTRY_NAME = /^(.+)-([0-9a-f]{16})$/;
 
 /** Whether a path is this user's own: not a symlink, not writable by group or others. */
 function ownedPrivately(st: { uid: number; mode: number }): boolean {
@@ -70,8 +88,7 @@ function usableDir(dir: string): boolean {
   }
 }
 
-function readEntry(entry: string | null): Buffer | undefined {
-  if (entry === null) return undefined;
+function readEntry(entry: string): Buffer | undefined {
   let fd: number | null = null;
   try {
     fd = openSync(entry, constants.O_RDONLY | constants.O_NOFOLLOW);
@@ -89,10 +106,14 @@ function writeEntries(dir: string, chunks: string, compiled: CompiledChunk[]): v
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const current = new Set(compiled.map((c) => path.basename(c.entry)));
+    const recompiled = new Set(compiled.map((c) => ENTRY_NAME.exec(path.basename(c.entry))?.[1]));
     for (const name of readdirSync(dir)) {
-      const chunk = /^(.+)-(\d+)-(\d+)$/.exec(name);
-      if (current.has(name) || !chunk) continue;
-      if (entryFor(dir, path.join(chunks, chunk[1] as string)) !== path.join(dir, name)) rmSync(path.join(dir, name), { force: true });
+      if (current.has(name) || name.endsWith('.tmp')) continue;
+      const entry = ENTRY_NAME.exec(name);
+      // Gone: an entry of the older naming (name, size, time), of a chunk no longer installed, or
+      // of a chunk compiled now from other source (the entry holds its earlier text's code).
+      const stale = !entry || recompiled.has(entry[1]) || !existsSync(path.join(chunks, entry[1] as string));
+      if (stale) rmSync(path.join(dir, name), { force: true });
     }
   } catch {
     return;
@@ -130,12 +151,12 @@ export function requireWithCompileCache<T>(entry: string, env: NodeJS.ProcessEnv
   const compile = proto._compile;
   proto._compile = function (this: NodeJS.Module, content: string, filename: string) {
     if (!filename.startsWith(chunks)) return compile.call(this, content, filename);
-    const cacheEntry = entryFor(dir, filename);
+    const cacheEntry = entryFor(dir, filename, content);
     const cachedData = readEntry(cacheEntry);
     // No import() runs in a chunk (the bundler turns cal's own into requires; the TUI's door is
     // tui/load.ts): a vm script's import() would need an experimental loader option.
     const script = new vm.Script(Module.wrap(content), { filename, ...(cachedData ? { cachedData } : {}) });
-    if (cacheEntry !== null && (cachedData === undefined || script.cachedDataRejected)) compiledNow.push({ entry: cacheEntry, script });
+    if (cachedData === undefined || script.cachedDataRejected) compiledNow.push({ entry: cacheEntry, script });
     const run = script.runInThisContext({ displayErrors: true }) as (...args: unknown[]) => unknown;
     return run.call(this.exports, this.exports, createRequire(filename), this, filename, path.dirname(filename));
   };

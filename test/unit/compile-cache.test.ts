@@ -48,7 +48,7 @@ describe('the compile cache of the bundled command line', () => {
     expect((await cal(['--version'])).stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
     const first = await entries();
     const names = [...first.keys()];
-    expect(names.some((n) => /\/cli\.cjs-\d+-\d+$/.test(n))).toBe(true);
+    expect(names.some((n) => /\/cli\.cjs-[0-9a-f]{16}$/.test(n))).toBe(true);
     expect(names.every((n) => n.startsWith(`v8-${process.versions.v8}-${process.arch}-`))).toBe(true);
     expect([...first.values()].every((b) => b.length > 0)).toBe(true);
     const inodes = async () => Promise.all([...first.keys()].map(async (n) => (await fs.stat(path.join(cacheHome, 'cal', 'compile', n))).ino));
@@ -111,5 +111,34 @@ describe('the compile cache of the bundled command line', () => {
     await fs.rm(cacheHome);
     expect((await cal(['inspect', '--json'], { CAL_COMPILE_CACHE: '0' })).stdout).toContain('"handles":[]');
     expect(existsSync(cacheHome)).toBe(false);
+  });
+
+  it('a chunk whose text changed under the same name, size and time is compiled afresh, never run from the old entry (issue 40, item 2)', async () => {
+    const chunks = path.join(dir, 'install', 'bin');
+    await fs.mkdir(chunks, { recursive: true });
+    const chunk = path.join(chunks, 'early.cjs');
+    const loader = `process.stdout.write(String(require(${JSON.stringify(path.join(repoRoot, 'dist', 'util', 'compile-cache.cjs'))}).requireWithCompileCache(${JSON.stringify(chunk)})))`;
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, XDG_CACHE_HOME: cacheHome };
+    const load = async () => (await run(process.execPath, ['-e', loader], { env })).stdout;
+    const when = new Date('2026-01-01T00:00:00Z');
+    // Same length, same name, same mtime; the first requires a base chunk that an upgrade renamed.
+    const versions = [`module.exports = require('./base-AAAA.cjs');`, `module.exports = require('./base-BBBB.cjs');`];
+    await fs.writeFile(path.join(chunks, 'base-AAAA.cjs'), `module.exports = 'old';`);
+    await fs.writeFile(chunk, versions[0] as string);
+    await fs.utimes(chunk, when, when);
+    expect(await load()).toBe('old');
+    expect(await load()).toBe('old');
+    await fs.rm(path.join(chunks, 'base-AAAA.cjs'));
+    await fs.writeFile(path.join(chunks, 'base-BBBB.cjs'), `module.exports = 'new';`);
+    await fs.writeFile(chunk, versions[1] as string);
+    await fs.utimes(chunk, when, when);
+    expect(await load()).toBe('new');
+    // Beyond the issue: the old text back again (a downgrade) runs the old text, from its own entry or afresh.
+    await fs.writeFile(path.join(chunks, 'base-AAAA.cjs'), `module.exports = 'old';`);
+    await fs.writeFile(chunk, versions[0] as string);
+    await fs.utimes(chunk, when, when);
+    expect(await load()).toBe('old');
+    const names = [...(await entries()).keys()].filter((n) => n.includes('/early.cjs-'));
+    expect(names.length).toBeGreaterThan(0);
   });
 });
