@@ -77,3 +77,12 @@ export function unusableStateDir(err: unknown, root: string): unknown {
   const reason = why[(err as NodeJS.ErrnoException).code ?? ''];
   return reason ? new CalError('usage', `cannot use state directory ${root}: ${reason}`) : err;
 }
+
+/**
+ * The mark `cal remove` leaves for a removed handle, `handles/<id>.removed` (ids are random and
+ * never reused). A cal still running a turn of that handle (`remove --force`) checks it around
+ * each of its writes, so the handle, its events and its turns never come back (issue 40, item 4).
+ */
+export function removedMarkFile(handlesDir: string, id: string): string {
+  return path.join(handlesDir, `${id}.removed`);
+}

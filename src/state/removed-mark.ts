@@ -1,16 +1,7 @@
 import { lstatSync } from 'node:fs';
-import path from 'node:path';
 import { CalError } from '../errors.js';
 import { writeJsonAtomic } from './fs.js';
-
-/**
- * The mark `cal remove` leaves for a removed handle, `handles/<id>.removed` (ids are random and
- * never reused). A cal still running a turn of that handle (`remove --force`) checks it around
- * each of its writes, so the handle, its events and its turns never come back (issue 40, item 4).
- */
-export function removedMarkFile(handlesDir: string, id: string): string {
-  return path.join(handlesDir, `${id}.removed`);
-}
+import { removedMarkFile } from './paths.js';
 
 /** Written before the removal deletes anything: a cal still writing sees it from then on. */
 export async function markRemoved(handlesDir: string, id: string): Promise<void> {
