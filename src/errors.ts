@@ -86,9 +86,37 @@ export function isCalError(err: unknown): err is CalError {
   return err instanceof CalError;
 }
 
-/** Anything that is not a CalError is a bug: report it as `internal` with its message. */
+/** Why the file system refused a write that the state directory's owner can fix. */
+const writeRefusals: Record<string, string> = {
+  ENOSPC: 'no space left on the device',
+  EDQUOT: 'disk quota exceeded',
+  EROFS: 'the file system is read-only',
+  EACCES: 'permission denied (a read-only folder?)',
+  EPERM: 'operation not permitted',
+};
+
+/**
+ * A write the file system refused (disk full, read-only, permission denied) is a problem of the
+ * environment, reported as usage naming the file, with the way to settle what it left open.
+ * `more` adds reasons a caller knows apply (a folder gone while cal wrote into it).
+ */
+export function writeRefusal(err: unknown, file?: string, more: Record<string, string> = {}): CalError | null {
+  const e = err as NodeJS.ErrnoException | null;
+  const reason = { ...writeRefusals, ...more }[e?.code ?? ''];
+  const where = file ?? e?.path;
+  if (!reason || !where) return null;
+  return new CalError('usage', `cannot write ${where}: ${reason}; fix that, then run cal recover to settle unfinished turns`);
+}
+
+/**
+ * Anything that is not a CalError is a bug, reported as `internal` with its message; except a
+ * write the file system refused (a state directory made read-only mid-turn), which writeRefusal
+ * names, wherever in cal it surfaced.
+ */
 export function toCalError(err: unknown): CalError {
   if (isCalError(err)) return err;
+  const refused = writeRefusal(err);
+  if (refused) return refused;
   const message = err instanceof Error ? err.message : String(err);
   return new CalError('internal', `internal error (a bug, please report it): ${message}`, { cause: err });
 }

@@ -168,15 +168,17 @@ let early: EarlyStart | null = null;
 
 /**
  * Starts the launch recorded in a handle's session folder (`recordNextLaunch`), if the folder and
- * the record are this user's alone (`sessionDir`'s parents are the caller's to check). Never
+ * the record are this user's alone (`sessionDir`'s parents are the caller's to check) and
+ * `belongs` says the handle it is for is there and matches it. Never
  * throws and never prints: whatever goes wrong leaves the turn to start its CLI itself.
  */
-export function startRecordedLaunch(sessionDir: string, env: NodeJS.ProcessEnv): void {
+export function startRecordedLaunch(sessionDir: string, env: NodeJS.ProcessEnv, belongs: (record: { cwd: string; transcript: string | null }) => boolean): void {
   if (early || typeof process.getuid !== 'function') return;
   try {
     if (!isPrivateDir(sessionDir)) return;
     const record = readRecord(path.join(sessionDir, RECORD_FILE));
-    if (!record) return;
+    // The caller's check that the handle is there and is the one this record was written for.
+    if (!record || !belongs(record)) return;
     const launchEnv: Record<string, string> = {};
     for (const [k, v] of Object.entries(env)) if (v !== undefined && !record.unset.includes(k)) launchEnv[k] = v;
     Object.assign(launchEnv, record.set);
@@ -221,6 +223,14 @@ export function discardEarlyLaunch(): void {
 }
 
 function readRecord(file: string): LaunchRecord | null {
+  return asRecord(readPrivateJson(file, RECORD_MAX_BYTES));
+}
+
+/**
+ * A JSON file of this user's that nobody else can write, read without following a link or
+ * waiting on a FIFO, at most `maxBytes`; null for anything else (never throws).
+ */
+export function readPrivateJson(file: string, maxBytes: number): unknown {
   let fd: number;
   try {
     fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -229,7 +239,7 @@ function readRecord(file: string): LaunchRecord | null {
   }
   try {
     const st = fstatSync(fd);
-    if (!st.isFile() || !ownedPrivately(st) || st.size > RECORD_MAX_BYTES) return null;
+    if (!st.isFile() || !ownedPrivately(st) || st.size > maxBytes) return null;
     const buf = Buffer.alloc(st.size);
     let filled = 0;
     while (filled < buf.length) {
@@ -237,7 +247,7 @@ function readRecord(file: string): LaunchRecord | null {
       if (n <= 0) break;
       filled += n;
     }
-    return asRecord(JSON.parse(buf.subarray(0, filled).toString('utf8')));
+    return JSON.parse(buf.subarray(0, filled).toString('utf8')) as unknown;
   } catch {
     return null;
   } finally {

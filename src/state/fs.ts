@@ -2,7 +2,7 @@ import { randomBytes } from '../util/random.js';
 import { closeSync, fchmodSync, constants as fsConstants, fstatSync, fsyncSync, lstatSync, openSync, readFileSync, readSync, renameSync, unlinkSync, writeFileSync, writeSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import type { z } from '../util/zod.js';
-import { CalError } from '../errors.js';
+import { CalError, writeRefusal } from '../errors.js';
 import { feedJsonLines } from '../util/json-lines.js';
 
 export { ensurePrivateDir } from '../util/private-dir.js';
@@ -95,16 +95,7 @@ export async function appendJsonLine(file: string, value: unknown): Promise<void
  * Writes are atomic, so what is on disk stays whole; a turn left open is settled by cal recover.
  */
 export function stateWriteError(err: unknown, file: string): unknown {
-  const why: Record<string, string> = {
-    ENOSPC: 'no space left on the device',
-    EDQUOT: 'disk quota exceeded',
-    EROFS: 'the file system is read-only',
-    EIO: 'an I/O error',
-    ENOENT: 'its folder is gone (was the state directory removed while cal ran?)',
-  };
-  const reason = why[(err as NodeJS.ErrnoException).code ?? ''];
-  if (!reason) return err;
-  return new CalError('usage', `cannot write ${file}: ${reason}; fix that, then run cal recover to settle unfinished turns`);
+  return writeRefusal(err, file, { EIO: 'an I/O error', ENOENT: 'its folder is gone (was the state directory removed while cal ran?)' }) ?? err;
 }
 
 function symlinkError(file: string): CalError {

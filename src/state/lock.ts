@@ -4,6 +4,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { z } from '../util/zod.js';
 import { CalError } from '../errors.js';
+import { judgeFromHere, ownPidScope } from '../util/pid-namespace.js';
 import { isProcessAlive, processStartTime } from '../util/process-identity.js';
 import { ensurePrivateDir, readJsonFile, stateWriteError } from './fs.js';
 
@@ -16,8 +17,32 @@ import { ensurePrivateDir, readJsonFile, stateWriteError } from './fs.js';
  * tickets are written and read synchronously: every continuation takes two locks, and each
  * small system call costs less than a thread-pool round trip.
  */
-const LockOwner = z.object({ pid: z.number(), startTime: z.string().nullable(), token: z.string(), acquiredAt: z.string() });
+const LockOwner = z.object({
+  pid: z.number(),
+  startTime: z.string().nullable(),
+  token: z.string(),
+  acquiredAt: z.string(),
+  // Where the pid means something (util/pid-namespace.ts); absent in an older cal's lock.
+  pidNs: z.string().nullable().optional(),
+  bootId: z.string().nullable().optional(),
+});
 type LockOwner = z.infer<typeof LockOwner>;
+
+/**
+ * Whether a lock's holder (or a ticket's writer) may still run. One in another PID namespace of
+ * this kernel (a container sharing the state directory with its host) is never judged dead by a
+ * pid that means nothing here: it holds the lock (busy) until it releases it.
+ */
+function ownerMayRun(owner: LockOwner): boolean {
+  switch (judgeFromHere(owner)) {
+    case 'other_namespace':
+      return true;
+    case 'other_boot':
+      return false;
+    default:
+      return isProcessAlive(owner.pid, owner.startTime);
+  }
+}
 
 // Moved to util so the engine (which never imports state) can tell a structured CLI's liveness too.
 export { isProcessAlive, processStartTime };
@@ -65,7 +90,7 @@ export class LockDirectory {
   async holder(name: string): Promise<LockOwner | null> {
     const read = await readJsonFile(this.lockFile(name), LockOwner);
     if (!read.ok) return null;
-    return isProcessAlive(read.value.pid, read.value.startTime) ? read.value : null;
+    return ownerMayRun(read.value) ? read.value : null;
   }
 
   async acquire(name: string, opts: AcquireOptions = {}): Promise<HeldLock> {
@@ -74,6 +99,7 @@ export class LockDirectory {
       startTime: processStartTime(process.pid),
       token: randomBytes(8).toString('hex'),
       acquiredAt: new Date().toISOString(),
+      ...ownPidScope(),
     };
     if (opts.waitSeconds === undefined) {
       if (await this.tryTake(name, me)) return this.held(name, me);
@@ -128,7 +154,7 @@ export class LockDirectory {
       // written right now is judged by the pid and start time of its writer's name.
       const read = await readJsonFile(path.join(queue, entry), LockOwner).catch(() => null);
       const startTime = read?.ok ? read.value.startTime : read?.ok === false && read.reason === 'corrupt' && /^\d+-\d+-[0-9a-f]+$/.test(entry) ? processStartTime(Number(pid)) : null;
-      if (isProcessAlive(Number(pid), startTime)) return entry;
+      if (read?.ok ? ownerMayRun(read.value) : isProcessAlive(Number(pid), startTime)) return entry;
       rmSync(path.join(queue, entry), { force: true });
     }
     return null;
@@ -155,7 +181,7 @@ export class LockDirectory {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw stateWriteError(err, file);
       }
       const current = await readJsonFile(file, LockOwner);
-      if (current.ok && isProcessAlive(current.value.pid, current.value.startTime)) return false;
+      if (current.ok && ownerMayRun(current.value)) return false;
       if (!current.ok && current.reason === 'corrupt') {
         // A holder may be mid-write; only a lock file that stays unreadable is reclaimed.
         await new Promise((r) => setTimeout(r, 20));
@@ -177,7 +203,7 @@ export class LockDirectory {
       throw err;
     }
     const moved = await readJsonFile(aside, LockOwner);
-    if (moved.ok && moved.value.token !== staleToken && isProcessAlive(moved.value.pid, moved.value.startTime)) {
+    if (moved.ok && moved.value.token !== staleToken && ownerMayRun(moved.value)) {
       await fs.link(aside, file).catch(() => undefined);
     }
     await fs.rm(aside, { force: true });

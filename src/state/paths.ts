@@ -1,3 +1,4 @@
+import { lstatSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { CalError } from '../errors.js';
@@ -48,4 +49,40 @@ export function stateLayout(root: string): StateLayout {
     homes: path.join(root, 'homes'),
     history: path.join(root, 'history'),
   };
+}
+
+/** A state directory that is a file (`--state-dir /etc/passwd`) is a usage error, said plainly. */
+export function refuseNonDirectoryRoot(root: string): void {
+  try {
+    const st = lstatSync(root);
+    if (st.isFile()) throw new CalError('usage', `state directory ${root} is a file, not a directory`);
+  } catch (err) {
+    if (err instanceof CalError) throw err;
+  }
+}
+
+/** The file system's refusals while opening the state directory, as usage errors naming it. */
+export function unusableStateDir(err: unknown, root: string): unknown {
+  if (err instanceof CalError) return err;
+  const why: Record<string, string> = {
+    ENOTDIR: 'a part of its path is a file, not a directory',
+    EACCES: 'permission denied',
+    EPERM: 'operation not permitted',
+    EEXIST: 'a file of that name is in the way',
+    EROFS: 'the file system is read-only',
+    ENOSPC: 'no space left on the device',
+    ELOOP: 'too many symlinks on its path',
+    ENAMETOOLONG: 'its path is too long',
+  };
+  const reason = why[(err as NodeJS.ErrnoException).code ?? ''];
+  return reason ? new CalError('usage', `cannot use state directory ${root}: ${reason}`) : err;
+}
+
+/**
+ * The mark `cal remove` leaves for a removed handle, `handles/<id>.removed` (ids are random and
+ * never reused). A cal still running a turn of that handle (`remove --force`) checks it around
+ * each of its writes, so the handle, its events and its turns never come back (issue 40, item 4).
+ */
+export function removedMarkFile(handlesDir: string, id: string): string {
+  return path.join(handlesDir, `${id}.removed`);
 }

@@ -10,7 +10,8 @@ import { readSettledMark, saveSettledMark, type SettledMark } from './settled-ma
 import { EventLogs, eventsSince, type EventRecord } from './event-log.js';
 import { appendJsonLine, ensurePrivateDir, readJsonFile, refuseNonDirectory, refuseNonRegular, refuseSymlink, stateWriteError, writeJsonAtomic, type LogCursor } from './fs.js';
 import { LockDirectory } from './lock.js';
-import { resolveStateDir, stateLayout, type StateLayout } from './paths.js';
+import { markRemoved, unlessRemoved } from './removed-mark.js';
+import { refuseNonDirectoryRoot, resolveStateDir, stateLayout, unusableStateDir, type StateLayout } from './paths.js';
 import { TurnRecord, unsentStatuses } from './turns.js';
 
 export type { EventRecord };
@@ -60,33 +61,6 @@ function fileIdentity(file: string): string | null {
   }
 }
 
-/** A state directory that is a file (`--state-dir /etc/passwd`) is a usage error, said plainly. */
-function refuseNonDirectoryRoot(root: string): void {
-  try {
-    const st = lstatSync(root);
-    if (st.isFile()) throw new CalError('usage', `state directory ${root} is a file, not a directory`);
-  } catch (err) {
-    if (err instanceof CalError) throw err;
-  }
-}
-
-/** The file system's refusals while opening the state directory, as usage errors naming it. */
-function unusableStateDir(err: unknown, root: string): unknown {
-  if (err instanceof CalError) return err;
-  const why: Record<string, string> = {
-    ENOTDIR: 'a part of its path is a file, not a directory',
-    EACCES: 'permission denied',
-    EPERM: 'operation not permitted',
-    EEXIST: 'a file of that name is in the way',
-    EROFS: 'the file system is read-only',
-    ENOSPC: 'no space left on the device',
-    ELOOP: 'too many symlinks on its path',
-    ENAMETOOLONG: 'its path is too long',
-  };
-  const reason = why[(err as NodeJS.ErrnoException).code ?? ''];
-  return reason ? new CalError('usage', `cannot use state directory ${root}: ${reason}`) : err;
-}
-
 export class StateStore {
   readonly layout: StateLayout;
   readonly locks: LockDirectory;
@@ -130,7 +104,8 @@ export class StateStore {
 
   async saveHandle(handle: AgentSessionHandle): Promise<void> {
     const checked = AgentSessionHandle.parse({ ...handle, updatedAt: new Date().toISOString() });
-    await writeJsonAtomic(this.handleFile(handle.id), checked);
+    const file = this.handleFile(handle.id);
+    await unlessRemoved(this.layout.handles, handle.id, () => writeJsonAtomic(file, checked), () => fs.rm(file, { force: true }));
   }
 
   /** Loads by id or name; corrupt files are reported and left untouched. */
@@ -208,6 +183,8 @@ export class StateStore {
    * short leaves no handle that points at half-deleted records.
    */
   async deleteHandle(handle: AgentSessionHandle): Promise<void> {
+    // The mark first: a cal still running a turn of this handle writes nothing after it.
+    await markRemoved(this.layout.handles, handle.id);
     await fs.rm(this.handleFile(handle.id), { force: true });
     const rest = [this.eventsFile(handle.id), this.turnsDir(handle.id), path.join(this.layout.homes, handle.id)];
     const history = handle.provider.transport === 'api' ? handle.provider.transcript?.path : undefined;
@@ -217,7 +194,8 @@ export class StateStore {
   }
 
   async appendEvent(event: EventRecord): Promise<void> {
-    await appendJsonLine(this.eventsFile(event.handle), event);
+    const file = this.eventsFile(event.handle);
+    await unlessRemoved(this.layout.handles, event.handle, () => appendJsonLine(file, event), () => fs.rm(file, { force: true }));
   }
 
   async readEvents(id: string): Promise<EventRecord[]> {
@@ -243,6 +221,10 @@ export class StateStore {
 
   async saveTurn(turn: TurnRecord): Promise<void> {
     const dir = this.turnsDir(turn.handleId);
+    await unlessRemoved(this.layout.handles, turn.handleId, () => this.writeTurn(dir, turn), () => fs.rm(dir, { recursive: true, force: true }));
+  }
+
+  private async writeTurn(dir: string, turn: TurnRecord): Promise<void> {
     if (!this.turnDirsChecked.has(dir)) {
       // Not recursive: a state directory removed while cal runs is reported, not silently recreated.
       try {

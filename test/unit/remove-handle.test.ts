@@ -120,4 +120,43 @@ describe('removing a handle and replacing a name (fake CLI, fake tmux)', () => {
     expect(readFileSync(store.handleFile(handle.id), 'utf8')).toBe(original);
     expect((await sessions.remove('victim')).handle.id).toBe(handle.id);
   });
+
+  /**
+   * Issue 40, item 4: `remove --force` while a continue is in flight. The continuing cal sees its
+   * pane end (remove ended it), records the handle lost and the turn lost: none of those writes
+   * may bring back the handle file, its events, its turn folder or its name.
+   */
+  it('remove --force racing an in-flight continue: the handle stays removed, the name free', async () => {
+    const { handle } = await start('one', { name: 'racer' });
+    slowCli();
+    const inFlight = sessions.continue({ ref: 'racer', message: 'slow', env, timeoutSeconds: 5 }).catch((e) => e);
+    // Deterministic: remove only once the continue holds the lock and its turn is running.
+    for (let i = 0; i < 200; i++) {
+      const last = await store.lastTurn(handle.id);
+      if (last?.message === 'slow' && last.status === 'running') break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect((await store.lastTurn(handle.id))?.status).toBe('running');
+    expect(await kindOf(sessions.remove('racer'))).toBe('busy');
+    await sessions.remove('racer', true);
+    const ended = await inFlight;
+    expect(ended).toMatchObject({ kind: 'not_found' });
+    expect(ended.message).toMatch(/removed/);
+    for (const file of [store.handleFile(handle.id), store.eventsFile(handle.id), store.turnsDir(handle.id)]) expect(existsSync(file)).toBe(false);
+    expect(await store.isNameTaken('racer')).toBe(false);
+    expect(await kindOf(sessions.continue({ ref: handle.id, message: 'again', env }))).toBe('not_found');
+  });
+
+  it('a write of a removed handle (a continue that loaded it before the removal) never recreates it', async () => {
+    const { handle } = await start('one', { name: 'ghost' });
+    await sessions.remove('ghost');
+    const saved = await store.saveHandle({ ...handle, provider: { ...handle.provider, status: 'lost' } }).catch((e) => e);
+    expect(saved).toMatchObject({ kind: 'not_found' });
+    const turn = (await store.listTurns(handle.id))[0];
+    expect(turn).toBeUndefined();
+    const event = await store.appendEvent({ time: new Date().toISOString(), handle: handle.id, event: 'lost' }).catch((e) => e);
+    expect(event).toMatchObject({ kind: 'not_found' });
+    for (const file of [store.handleFile(handle.id), store.eventsFile(handle.id), store.turnsDir(handle.id)]) expect(existsSync(file)).toBe(false);
+    expect(await store.isNameTaken('ghost')).toBe(false);
+  });
 });

@@ -230,7 +230,16 @@ describe("a structured CLI started by cal's entry", () => {
     state = path.join(dir, 'state');
     sessionDir = path.join(state, 'homes', id);
     mkdirSync(sessionDir, { recursive: true, mode: 0o700 });
+    // The handle the record is for (only the fields the entry checks by hand; issue 40).
+    mkdirSync(path.join(state, 'handles'), { mode: 0o700 });
+    writeHandle(handleFor());
   });
+  const handleFile = () => path.join(state, 'handles', `${id}.json`);
+  const handleFor = (over: Record<string, unknown> = {}) => ({
+    id,
+    provider: { provider: 'claude-code', transport: 'structured', workingDir: { path: dir, realPath: dir }, transcript: { path: transcript, offset: 0 }, ...over },
+  });
+  const writeHandle = (handle: unknown) => writeFileSync(handleFile(), JSON.stringify(handle), { mode: 0o600 });
   afterEach(async () => {
     discardEarlyLaunch();
     await fs.rm(dir, { recursive: true, force: true });
@@ -326,6 +335,49 @@ describe("a structured CLI started by cal's entry", () => {
     expect(started()).toEqual([]);
     // The control: the same record, put back as cal writes it.
     writeFileSync(file, good, { mode: 0o600 });
+    entry('--state-dir', state, 'continue', id, 'x');
+    expect(takeEarlyLaunch(launchOf(request('')), transcript)).not.toBeNull();
+  });
+
+  it('a record runs nothing unless its handle is there, is this handle, and is the one it was written for (issue 40)', async () => {
+    await record();
+    const nothing = async (what: string) => {
+      entry('--state-dir', state, 'continue', id, 'x');
+      expect(takeEarlyLaunch(launchOf(request('')), transcript), what).toBeNull();
+    };
+    const good = handleFor();
+    rmSync(handleFile());
+    await nothing('no handle file');
+    for (const [what, bad] of [
+      ['another id inside', { ...good, id: 'zzz999zzz' }],
+      ['another working directory', handleFor({ workingDir: { path: os.tmpdir(), realPath: os.tmpdir() } })],
+      ['another transcript', handleFor({ transcript: { path: `${transcript}.other`, offset: 0 } })],
+      ['no transcript', handleFor({ transcript: null })],
+      ['a tmux handle', handleFor({ transport: 'tmux' })],
+      ['another provider', handleFor({ provider: 'codex' })],
+      ['not an object', 'claude'],
+    ] as const) {
+      writeHandle(bad);
+      await nothing(what);
+    }
+    writeHandle(good), writeFileSync(handleFile(), '{"id":', { mode: 0o600 });
+    await nothing('a handle file that is not JSON');
+    writeHandle(good), chmodSync(handleFile(), 0o666);
+    await nothing('a handle file writable by others');
+    rmSync(handleFile());
+    const elsewhere = path.join(dir, 'planted-handle.json');
+    writeFileSync(elsewhere, JSON.stringify(good), { mode: 0o600 });
+    symlinkSync(elsewhere, handleFile());
+    await nothing('a handle file that is a symlink');
+    rmSync(handleFile()), writeHandle(good), chmodSync(path.join(state, 'handles'), 0o770);
+    await nothing('handles/ group-writable');
+    chmodSync(path.join(state, 'handles'), 0o700);
+    writeFileSync(path.join(state, 'handles', `${id}.removed`), '{}', { mode: 0o600 });
+    await nothing('a handle removed (its mark left by cal remove)');
+    rmSync(path.join(state, 'handles', `${id}.removed`));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(started()).toEqual([]);
+    // The control: the handle as cal keeps it.
     entry('--state-dir', state, 'continue', id, 'x');
     expect(takeEarlyLaunch(launchOf(request('')), transcript)).not.toBeNull();
   });
