@@ -29,6 +29,7 @@ export const commandModules: Record<string, () => Promise<CommandModule>> = {
   recover: () => import('./commands/recover.js'),
   certify: () => import('./commands/certify.js'),
   demo: () => import('./commands/demo.js'),
+  doctor: () => import('./commands/doctor.js'),
   'model serve': () => import('./commands/model-serve.js'),
   'model env': () => import('./commands/model-env.js'),
 };
