@@ -37,7 +37,7 @@ export function renderTable(report: DoctorReport): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
   const lines = rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ').trimEnd());
   for (const p of report.providers) if (p.note) lines.push(`${p.provider}: ${p.note}`);
-  lines.push('', `tmux       ${report.tmux.usable ? `ok ${report.tmux.version}` : `missing: ${report.tmux.note}`}`);
+  lines.push('', `tmux       ${report.multiplexer.usable ? `ok ${report.multiplexer.version}` : `missing: ${report.multiplexer.note}`}`);
   lines.push(`state dir  ${report.stateDir.usable ? 'ok' : 'unusable'} ${report.stateDir.path}${report.stateDir.note ? `: ${report.stateDir.note}` : ''}`);
   lines.push(report.ready ? 'ready' : `not ready (exit ${NOT_READY_EXIT})`);
   return `${lines.join('\n')}\n`;

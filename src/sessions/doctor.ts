@@ -32,7 +32,8 @@ export interface ProviderReport {
 
 export interface DoctorReport {
   providers: ProviderReport[];
-  tmux: { usable: boolean; version: string | null; note: string | null };
+  /** tmux, which runs every pane. */
+  multiplexer: { usable: boolean; version: string | null; note: string | null };
   stateDir: { usable: boolean; path: string; note: string | null };
   /** Everything asked for is usable. */
   ready: boolean;
@@ -76,7 +77,7 @@ async function probeProvider(provider: ProviderName, env: Record<string, string>
   }
 }
 
-function tmuxVersion(env: Record<string, string>): Promise<DoctorReport['tmux']> {
+function tmuxVersion(env: Record<string, string>): Promise<DoctorReport['multiplexer']> {
   return new Promise((resolve) => {
     execFile('tmux', ['-V'], { env, timeout: 10_000 }, (err, stdout) => {
       if (err) resolve({ usable: false, version: null, note: 'tmux is not on PATH: install tmux 3.3 or later (apt-get install tmux)' });
@@ -104,6 +105,6 @@ async function stateDirUsable(stateDir: string | undefined): Promise<DoctorRepor
 /** Probes the providers asked for (all CLI providers when none is), tmux and the state dir. */
 export async function doctor(env: Record<string, string>, stateDir: string | undefined, only?: ProviderName): Promise<DoctorReport> {
   const names = only ? [(await loadCliAdapter(only)).name] : (await loadRegisteredAdapters()).map((a) => a.name);
-  const [providers, tmux, state] = await Promise.all([Promise.all(names.map((n) => probeProvider(n, env))), tmuxVersion(env), stateDirUsable(stateDir)]);
-  return { providers, tmux, stateDir: state, ready: providers.every((p) => p.usable) && tmux.usable && state.usable };
+  const [providers, multiplexer, state] = await Promise.all([Promise.all(names.map((n) => probeProvider(n, env))), tmuxVersion(env), stateDirUsable(stateDir)]);
+  return { providers, multiplexer, stateDir: state, ready: providers.every((p) => p.usable) && multiplexer.usable && state.usable };
 }

@@ -20,7 +20,7 @@ describe('cal doctor', () => {
     const run = await runCal(['--state-dir', path.join(root, 'state-ok'), 'doctor', '--provider', 'pi', '--json'], { env: envWithPi('0.73.1') });
     expect(run.code, run.stderr).toBe(0);
     expect(run.json.providers).toEqual([expect.objectContaining({ provider: 'pi', status: 'ok', usable: true, version: '0.73.1', floor: '0.51.0', certified: expect.any(String) })]);
-    expect(run.json.tmux).toMatchObject({ usable: true, version: expect.stringMatching(/^\d/) });
+    expect(run.json.multiplexer).toMatchObject({ usable: true, version: expect.stringMatching(/^\d/) });
     expect(run.json.stateDir).toEqual({ usable: true, path: path.join(root, 'state-ok'), note: null });
     expect(run.json.ready).toBe(true);
   });
