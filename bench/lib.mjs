@@ -185,6 +185,35 @@ export class Report {
     this.rows.push({ target, measured: 'failed', limit: '', ratio: NaN, pass: false, detail: why });
   }
 
+  /**
+   * The report as the Markdown docs/performance.md shows (docs/performance-latest.md): when and on
+   * what it ran, with the machine's own `node -e 0` beside it (every figure grows with it), then
+   * one row per target. No verdict on past runs: each run replaces the file.
+   */
+  markdown({ date, machine, nodeStartupMs, command }) {
+    const cell = (text) => String(text).replace(/\|/g, '\\|').replace(/\n/g, ' ');
+    const lines = [
+      '# Performance: the latest run',
+      '',
+      `Written by \`${command}\` (bench/run.mjs); see [performance.md](performance.md) for how to measure.`,
+      '',
+      `- run: ${date}`,
+      `- machine: ${machine}`,
+      `- \`node -e 0\` on it: ${Number.isNaN(nodeStartupMs) ? 'not measured in this run' : fmt(nodeStartupMs)}`,
+      '',
+      '| target | measured | target limit | ratio | verdict |',
+      '|---|---|---|---|---|',
+    ];
+    for (const r of this.rows) {
+      const ratio = r.ratioText ?? (Number.isNaN(r.ratio) ? '-' : r.ratio.toFixed(2));
+      lines.push(`| ${cell(r.target)} | ${cell(r.measured)} | ${cell(r.limit)} | ${ratio} | ${r.pass ? 'PASS' : 'MISS'} |`);
+    }
+    const misses = this.rows.filter((r) => !r.pass).length;
+    lines.push('', `${this.rows.length - misses} of ${this.rows.length} targets met.`);
+    if (this.notes.length > 0) lines.push('', ...this.notes.map((n) => `- ${cell(n)}`));
+    return `${lines.join('\n')}\n`;
+  }
+
   print() {
     const lines = [];
     for (const r of this.rows) {

@@ -399,11 +399,27 @@ async function step(name, fn, key) {
   }
 }
 
+/**
+ * docs/performance-latest.md (BENCH_OUT to write elsewhere): the table of this run, which
+ * docs/performance.md shows. A partial run (BENCH_ONLY) says which targets it ran.
+ */
+async function writeLatest() {
+  const out = process.env.BENCH_OUT ?? path.join(root, 'docs', 'performance-latest.md');
+  const cpus = os.cpus();
+  const machine = `${cpus.length} cores (${cpus[0]?.model ?? '?'}), ${os.platform()} ${os.release()}, node ${process.version}, load at the start ${startLoad}`;
+  const command = only ? `BENCH_ONLY=${[...only].join(',')} npm run bench` : 'npm run bench';
+  await fs.writeFile(out, report.markdown({ date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC', machine, nodeStartupMs: nodeStartup, command }));
+  console.log(`wrote ${path.relative(process.cwd(), out) || out}`);
+}
+
+const startLoad = os.loadavg().slice(0, 2).map((l) => l.toFixed(2)).join('/');
 let misses = 1;
 try {
   header();
   await step('`cal --version` start-up', startup, 'startup');
-  const s = await claudeSessions();
+  // The Claude sessions are for the targets that continue them; BENCH_ONLY=startup needs none.
+  const needsSessions = !only || ['inspect', 'live', 'loss'].some((k) => only.has(k));
+  const s = needsSessions ? await claudeSessions() : null;
   await step('`cal inspect --json` of 200 handles', () => inspect200(s), 'inspect');
   await step('`cal continue` on a live pane', () => livePane(s), 'live');
   await step('`cal continue` after tmux loss', () => afterLoss(s), 'loss');
@@ -419,6 +435,7 @@ try {
   const [l1, l5] = os.loadavg();
   report.notes.push(`load average at the end ${l1.toFixed(2)}/${l5.toFixed(2)}; on a loaded machine every figure grows (compare \`node -e 0\` above with about 40 ms on a quiet one)`);
   misses = report.print();
+  await writeLatest();
 } finally {
   for (const dir of stateDirs) spawnSync('tmux', ['-S', await tmuxSocketFor(path.join(dir, 'tmux')), 'kill-server']);
   spawnSync('tmux', ['-S', benchSocket, 'kill-server']);

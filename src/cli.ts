@@ -4,7 +4,7 @@ import { register } from './commands/register.js';
 import type { CommandSpec } from './commands/spec.js';
 import { timingMark } from './util/timing.js';
 import { calVersion } from './util/package-root.js';
-import { commandWord } from './cli-argv.js';
+import { commandIndex, commandWord } from './cli-argv.js';
 
 export { commandWord } from './cli-argv.js';
 
@@ -29,14 +29,19 @@ export const commandModules: Record<string, () => Promise<CommandModule>> = {
   recover: () => import('./commands/recover.js'),
   certify: () => import('./commands/certify.js'),
   demo: () => import('./commands/demo.js'),
-  model: () => import('./commands/model-serve.js'),
+  doctor: () => import('./commands/doctor.js'),
+  'model serve': () => import('./commands/model-serve.js'),
+  'model env': () => import('./commands/model-env.js'),
 };
 
 /** The specs a run needs: the one named command, none for a bare --version, all for help or an unknown word. */
 export async function specsFor(args: readonly string[]): Promise<CommandSpec[]> {
   const word = commandWord(args);
-  const load = word !== null ? commandModules[word] : undefined;
-  if (load) return [(await load()).command];
+  // A group word (`model`) loads the module of the subcommand named after it, else all of the group's.
+  const sub = word === null ? undefined : commandModules[`${word} ${args[commandIndex(args) + 1] ?? ''}`];
+  const group = word === null ? [] : Object.entries(commandModules).filter(([key]) => key === word || key.startsWith(`${word} `)).map(([, load]) => load);
+  const loads = sub ? [sub] : group;
+  if (loads.length > 0) return Promise.all(loads.map(async (load) => (await load()).command));
   if (word === null && args.some((a) => a === '-V' || a === '--version')) return [];
   return Promise.all(Object.values(commandModules).map(async (l) => (await l()).command));
 }

@@ -1,8 +1,9 @@
 import { execFile } from 'node:child_process';
-import { accessSync, constants as fsConstants, realpathSync, statSync } from 'node:fs';
+import { accessSync, existsSync, constants as fsConstants, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { CalError } from '../errors.js';
 import type { FileIdentity, PinnedCli } from '../handles/schema.js';
+import { packagePath } from '../util/package-root.js';
 
 /** Finds an executable on PATH (or takes the given path) and returns its real path. */
 export function findExecutable(name: string, cliPath: string | undefined, env: Record<string, string>): { path: string; realPath: string } {
@@ -16,7 +17,10 @@ export function findExecutable(name: string, cliPath: string | undefined, env: R
     }
   }
   const where = cliPath ? `at ${cliPath}` : `on PATH`;
-  throw new CalError('cli_missing', `${name} was not found ${where}: install it or pass --cli-path`);
+  // A checkout of cal has the pinned CLIs (its devDependencies), which cal demo and cal model env use: say where.
+  const pinned = cliPath ? null : packagePath('node_modules', '.bin', name);
+  const hint = pinned && existsSync(pinned) ? `; cal's pinned copy is ${pinned} (add its folder to PATH, or pass --cli-path)` : '';
+  throw new CalError('cli_missing', `${name} was not found ${where}: install it or pass --cli-path${hint}; cal doctor lists every CLI`);
 }
 
 /** How an adapter asks its CLI's version (Gemini asks it in a throwaway home: `--version` writes there). */

@@ -186,6 +186,14 @@ export interface StallKeys {
   keys: string[];
 }
 
+export interface ScriptedEnvOptions {
+  /**
+   * For a user's shell (`cal model env`): leave HOME alone, since every command of that shell
+   * would see it; a CLI that keeps its config under HOME uses its own config-dir variable.
+   */
+  keepHome?: boolean;
+}
+
 export interface CliAdapter {
   readonly name: ProviderName;
   /** The executable name looked up on PATH when no --cli-path is given. */
@@ -253,7 +261,7 @@ export interface CliAdapter {
    * The environment that points this CLI at cal's scripted model, in a throwaway HOME (or CLI
    * home) under `dir` that cal manages: for demo, certify and tests. No key, no network.
    */
-  scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>): Promise<Record<string, string>>;
+  scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>, opts?: ScriptedEnvOptions): Promise<Record<string, string>>;
   /**
    * Set when the CLI cannot be pointed at cal's scripted model (no local endpoint option): why.
    * Then nothing offline can certify it; only a user's live run with the real CLI and a login

@@ -1,6 +1,8 @@
 /** `cal model serve`: run the scripted model server in the foreground until SIGINT/SIGTERM. */
 import { CalError, toCalError } from '../errors.js';
 import { isLoopbackHost, startModelServer } from '../model/server.js';
+import { recordServedModel } from '../sessions/scripted-shell.js';
+import { resolveStateDir } from '../state/paths.js';
 import { defineCommand, type OptionSpec, type OptionValues } from './spec.js';
 
 const options = {
@@ -18,7 +20,7 @@ export const command = defineCommand({
   help: 'serve the scripted model on 127.0.0.1; prints its base URL and runs until stopped',
   args: [],
   options,
-  run: (_args, opts): Promise<number> => runModelServe(opts),
+  run: (_args, opts, global): Promise<number> => runModelServe(opts, global.stateDir),
 });
 
 /** Why the server could not listen, as a usage error naming the address (a busy port is the usual one). */
@@ -51,7 +53,7 @@ function parsePort(value: string | undefined): number | null {
  * SIGTERM. Resolves with the exit code: 0 after a signal, 2 (usage) for bad options or an
  * address it cannot bind (a port in use); errors as every command prints them.
  */
-export async function runModelServe(opts: ModelServeOptions): Promise<number> {
+export async function runModelServe(opts: ModelServeOptions, stateDir?: string): Promise<number> {
   const host = opts.host ?? '127.0.0.1';
   const port = parsePort(opts.port);
   if (port === null) return renderError(new CalError('usage', `--port must be a whole number 0..65535, got ${String(opts.port)}`), {});
@@ -75,11 +77,13 @@ export async function runModelServe(opts: ModelServeOptions): Promise<number> {
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
   });
+  // Recorded under the state dir so `cal model env` finds this server without its URL.
+  const forget = await recordServedModel(resolveStateDir(stateDir), server.url).catch(() => null);
   process.stdout.write(`${server.url}\n`);
   if (!isLoopbackHost(host)) process.stderr.write('warning: serving on a non-loopback address without authentication\n');
   process.stderr.write(
     [
-      'Scripted model ready. Point a CLI at it:',
+      'Scripted model ready. Point the CLIs at it from another shell: eval "$(cal model env)"',
       `  Claude Code: ANTHROPIC_BASE_URL=${server.url} ANTHROPIC_AUTH_TOKEN=dummy`,
       `  Codex:       [model_providers.mock] base_url = "${server.url}/v1", wire_api = "responses"`,
       `  Gemini CLI:  GOOGLE_GEMINI_BASE_URL=${server.url} GEMINI_API_KEY=dummy`,
@@ -89,6 +93,7 @@ export async function runModelServe(opts: ModelServeOptions): Promise<number> {
     ].join('\n'),
   );
   await stopped;
+  await forget?.();
   await server.close();
   return 0;
 }

@@ -17,12 +17,12 @@ async function allSpecs(): Promise<CommandSpec[]> {
 describe('command specs', () => {
   it('every command module exports one spec, and the program has each command once, in help order', async () => {
     const specs = await allSpecs();
-    expect(specs.map((s) => s.name)).toEqual(['start', 'continue', 'kill-tmux', 'remove', 'inspect', 'events', 'run', 'lock', 'recover', 'certify', 'demo', 'model serve']);
+    expect(specs.map((s) => s.name)).toEqual(['start', 'continue', 'kill-tmux', 'remove', 'inspect', 'events', 'run', 'lock', 'recover', 'certify', 'demo', 'doctor', 'model serve', 'model env']);
     const program = buildProgram(specs, () => undefined);
-    expect(program.commands.map((c) => c.name())).toEqual(['start', 'continue', 'kill-tmux', 'remove', 'inspect', 'events', 'run', 'lock', 'recover', 'certify', 'demo', 'model']);
+    expect(program.commands.map((c) => c.name())).toEqual(['start', 'continue', 'kill-tmux', 'remove', 'inspect', 'events', 'run', 'lock', 'recover', 'certify', 'demo', 'doctor', 'model']);
     const model = program.commands.find((c) => c.name() === 'model')!;
     expect(model.description()).toBe('the scripted model server');
-    expect(model.commands.map((c) => c.name())).toEqual(['serve']);
+    expect(model.commands.map((c) => c.name())).toEqual(['serve', 'env']);
   });
 
   it("a command's options are exactly its spec's, with the flag spelled from the key", async () => {
@@ -70,8 +70,10 @@ describe('command specs', () => {
     expect(await specsFor(['-V'])).toEqual([]);
     expect((await specsFor(['--state-dir', 'x', 'continue', 'h', 'm'])).map((s) => s.name)).toEqual(['continue']);
     expect((await specsFor(['model', 'serve'])).map((s) => s.name)).toEqual(['model serve']);
+    expect((await specsFor(['model', 'env', '--url', 'x'])).map((s) => s.name)).toEqual(['model env']);
+    expect((await specsFor(['model', '--help'])).map((s) => s.name)).toEqual(['model serve', 'model env']);
     // Help and unknown words need every command (to list them, or to suggest one).
-    for (const args of [[], ['--help'], ['help', 'start'], ['strat']]) expect(await specsFor(args)).toHaveLength(12);
+    for (const args of [[], ['--help'], ['help', 'start'], ['strat']]) expect(await specsFor(args)).toHaveLength(14);
   });
 
   it('a bare --wait never swallows the message after it', () => {

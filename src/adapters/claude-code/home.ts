@@ -33,7 +33,9 @@ function homeOf(env: Record<string, string>): string {
   return home;
 }
 
+/** True when cal made this HOME, or this CLAUDE_CONFIG_DIR (`cal model env`), for the scripted model. */
 export function isManagedHome(env: Record<string, string>): boolean {
+  if (env.CLAUDE_CONFIG_DIR && existsSync(path.join(env.CLAUDE_CONFIG_DIR, MANAGED_HOME_MARKER))) return true;
   return existsSync(path.join(homeOf(env), MANAGED_HOME_MARKER));
 }
 

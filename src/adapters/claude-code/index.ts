@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { PinnedCli } from '../../handles/schema.js';
 import { findExecutable, pinCli } from '../resolve.js';
 import { pinSupported, type SupportedVersions } from '../versions.js';
-import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
+import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, ScriptedEnvOptions, SessionConfig, TranscriptBinding } from '../types.js';
 import { createManagedHome, preAnswerDialogs } from './home.js';
 import { claudeEnv, launchEnv, sessionFlags, transcriptCandidates, claudeToolPolicies } from './launch.js';
 import { blockedPrompt, classifyRecord, normaliseForMatch, userText } from './records.js';
@@ -102,12 +102,20 @@ export const claudeCodeAdapter: CliAdapter = {
 
   structured: claudeStructured,
 
-  async scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>): Promise<Record<string, string>> {
-    const home = path.join(dir, 'home');
-    await createManagedHome(home);
-    const out: Record<string, string> = { ...env, HOME: home, ANTHROPIC_BASE_URL: modelUrl, ANTHROPIC_AUTH_TOKEN: 'cal-scripted-model', CLAUDE_CODE_MAX_RETRIES: '0' };
+  async scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>, opts: ScriptedEnvOptions = {}): Promise<Record<string, string>> {
+    const out: Record<string, string> = { ...env, ANTHROPIC_BASE_URL: modelUrl, ANTHROPIC_AUTH_TOKEN: 'cal-scripted-model', CLAUDE_CODE_MAX_RETRIES: '0', DISABLE_AUTOUPDATER: '1' };
     // A real key in the user's environment must never reach the scripted model.
     delete out.ANTHROPIC_API_KEY;
+    if (opts.keepHome) {
+      // Claude Code reads .claude.json and its settings from CLAUDE_CONFIG_DIR when it is set.
+      const configDir = path.join(dir, 'claude-config');
+      await createManagedHome(configDir);
+      out.CLAUDE_CONFIG_DIR = configDir;
+      return out;
+    }
+    const home = path.join(dir, 'home');
+    await createManagedHome(home);
+    out.HOME = home;
     delete out.CLAUDE_CONFIG_DIR;
     return out;
   },
