@@ -5,7 +5,7 @@ import { passThroughEnv, renderError } from './common.js';
 import { defineCommand } from './spec.js';
 
 /** The exit code when something asked for is not usable (documented in the README's exit codes). */
-export const NOT_READY_EXIT = 17;
+export const NOT_READY_EXIT = 18;
 
 export const command = defineCommand({
   name: 'doctor',

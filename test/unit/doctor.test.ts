@@ -25,12 +25,12 @@ describe('cal doctor', () => {
     expect(run.json.ready).toBe(true);
   });
 
-  it('a release below the floor is unsupported, a missing CLI says how to install it: exit 17', async () => {
+  it('a release below the floor is unsupported, a missing CLI says how to install it: exit 18', async () => {
     const old = await runCal(['--state-dir', path.join(root, 'state-old'), 'doctor', '--provider', 'pi', '--json'], { env: envWithPi('0.10.0') });
-    expect(old.code).toBe(17);
+    expect(old.code).toBe(18);
     expect(old.json.providers[0]).toMatchObject({ status: 'unsupported', usable: false, version: '0.10.0', note: expect.stringContaining('older than 0.51.0') });
     const missing = await runCal(['--state-dir', path.join(root, 'state-missing'), 'doctor', '--provider', 'codex', '--json'], { env: envWithPi(null) });
-    expect(missing.code).toBe(17);
+    expect(missing.code).toBe(18);
     expect(missing.json.providers[0]).toMatchObject({ provider: 'codex', status: 'missing', usable: false, note: expect.stringContaining('npm install -g @openai/codex') });
   });
 
@@ -38,7 +38,7 @@ describe('cal doctor', () => {
     const file = path.join(root, 'a-file');
     writeFileSync(file, 'x');
     const run = await runCal(['--state-dir', file, 'doctor', '--provider', 'pi', '--json'], { env: envWithPi('0.73.1') });
-    expect(run.code).toBe(17);
+    expect(run.code).toBe(18);
     expect(run.json.stateDir).toMatchObject({ usable: false, path: file, note: expect.any(String) });
     mkdirSync(path.join(root, 'state-table'));
     const table = await runCal(['--state-dir', path.join(root, 'state-table'), 'doctor', '--provider', 'pi'], { env: envWithPi('0.73.1') });
