@@ -237,15 +237,6 @@ export interface CliAdapter {
    */
   refuseMessage?(message: string): string | null;
   /**
-   * The keys (tmux send-keys names) that empty this CLI's input box of a draft a person left
-   * there (attached to the pane, typed, detached without Enter), sent before every paste into a
-   * live pane so the draft never goes out with cal's message. Measured per CLI (docs/drafts.md):
-   * they must clear a one-line draft of any length and do nothing else (never Enter, never a key
-   * that interrupts, quits or opens a dialog). Unset: the CLI's input cannot be cleared safely,
-   * and cal refuses to paste into its live pane (`non_continuable`) before anything is sent.
-   */
-  readonly clearDraftKeys?: readonly string[];
-  /**
    * How long to wait between a paste and its Enter, for a TUI that drops an Enter arriving in
    * the same burst as the paste (Gemini CLI). Unset: Enter right after the paste.
    */

@@ -5,7 +5,7 @@ import type { PinnedCli, ProviderHandle, TmuxLocation } from '../handles/schema.
 import { waitForChange } from '../transcripts/jsonl-tail.js';
 import { checkArgvSize, paneCommand } from './launch-script.js';
 import type { PreparedMessage } from './message.js';
-import { ownPane, paneAlive, PANE_TAG_ENV, samePane } from './tmux-control.js';
+import { ownPane, PANE_TAG_ENV, samePane } from './tmux-control.js';
 import { feedSignals, feedTranscript } from './transcript-feed.js';
 import { processRuns, processStartTime } from '../util/process-identity.js';
 import { timingMark } from '../util/timing.js';
@@ -30,8 +30,6 @@ const PANE_RECHECK_MS = 5000;
 const RESUBMIT_AFTER_MS = 3000;
 /** After a cancel, how long the CLI has to record its own interrupt before cal settles the turn. */
 const CANCEL_GRACE_MS = 10_000;
-/** How long a TUI is given to take the keys that clear a draft before the paste follows them. */
-const CLEAR_SETTLE_MS = 150;
 
 type Mode = 'fresh' | 'resume' | 'paste';
 
@@ -80,14 +78,9 @@ export async function launchAndFollow(req: TurnRequest, msg: PreparedMessage, mo
  * decides again with the pane gone). The turn record says `sending` before the paste either way.
  */
 export async function pasteAndFollow(req: TurnRequest, msg: PreparedMessage): Promise<EngineResult | null> {
-  const location = req.handle.tmux as TmuxLocation;
-  if (!req.adapter.clearDraftKeys) {
-    // A pane gone is relaunched as ever; only a live one, whose input may hold a draft, is refused.
-    if (!(await paneAlive(req.tmux(location.socket), location))) return null;
-    throw new CalError('non_continuable', `${req.adapter.name}'s input box cannot be cleared of a draft a person may have typed into its pane, so cal does not paste into it (nothing was sent)`);
-  }
   await req.hooks.onSending();
   const sentAt = new Date(Date.now() - 1000);
+  const location = req.handle.tmux as TmuxLocation;
   if (!(await pasteAndSubmit(req, location, msg.typed, 'if-own'))) return null;
   await req.hooks.onSent?.();
   // The pane was found alive with the paste: the first look at it is due one check interval
@@ -110,29 +103,11 @@ async function pasteAndSubmit(req: TurnRequest, location: TmuxLocation, typed: s
   const tmux = req.tmux(location.socket);
   const delay = req.adapter.pasteSubmitDelayMs ?? 0;
   if (pane === 'launched') await tmux.paste(location.paneId, typed, delay <= 0);
-  else {
-    if (!(await clearDraft(req, location))) return false;
-    if (!(await tmux.pasteIfOwn(ownPane(location), typed, delay <= 0))) return false;
-  }
+  else if (!(await tmux.pasteIfOwn(ownPane(location), typed, delay <= 0))) return false;
   if (delay > 0) {
     await new Promise((resolve) => setTimeout(resolve, delay));
     await tmux.sendKeys(location.paneId, ['Enter']);
   }
-  return true;
-}
-
-/**
- * Empties the live pane's input box of a draft a person left there (attached, typed, detached
- * without Enter), with the adapter's own keys, so the paste lands on an empty prompt and the
- * draft never goes out with cal's message. Only into the handle's own pane, alive: false when it
- * is not (nothing was sent). The TUI is given a moment to take the keys before the paste, which
- * some read as one burst with what came just before.
- */
-async function clearDraft(req: TurnRequest, location: TmuxLocation): Promise<boolean> {
-  const tmux = req.tmux(location.socket);
-  if (!(await paneAlive(tmux, location))) return false;
-  await tmux.sendKeys(location.paneId, [...(req.adapter.clearDraftKeys ?? [])]);
-  await new Promise((resolve) => setTimeout(resolve, CLEAR_SETTLE_MS));
   return true;
 }
 

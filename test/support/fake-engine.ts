@@ -230,8 +230,6 @@ export interface FakeAdapterOptions {
   refuse?: (text: string) => string | null;
   promptRecordedWithinMs?: number;
   stallKeys?: StallKeys;
-  /** The keys that clear a draft before a paste (default C-u); null: the adapter declares none. */
-  clearDraftKeys?: string[] | null;
 }
 
 export function fakeAdapter(cli: FakeCli, opts: FakeAdapterOptions = {}): CliAdapter & { launches: LaunchRequest[]; prepared: number } {
@@ -277,7 +275,6 @@ export function fakeAdapter(cli: FakeCli, opts: FakeAdapterOptions = {}): CliAda
     ...(opts.structured ? { structured: { run: opts.structured, ...(opts.structuredStart ? { start: opts.structuredStart } : {}) } } : {}),
     ...(opts.promptRecordedWithinMs ? { promptRecordedWithinMs: opts.promptRecordedWithinMs } : {}),
     ...(opts.stallKeys ? { stallKeys: opts.stallKeys } : {}),
-    ...(opts.clearDraftKeys === null ? {} : { clearDraftKeys: opts.clearDraftKeys ?? ['C-u'] }),
     async scriptedModelEnv() {
       return {};
     },

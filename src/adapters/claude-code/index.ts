@@ -11,7 +11,6 @@ import { writeHookSettings } from './signals.js';
 import { claudeStructured } from './structured.js';
 import { ClaudeTurnObserver } from './transcript.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
-import { CLEAR_LINE_KEYS } from '../clear-draft.js';
 
 export { projectSlug } from './launch.js';
 
@@ -126,8 +125,6 @@ export const claudeCodeAdapter: CliAdapter = {
   // sits in a dialog (theme picker, an auto-mode notice), not in a slow turn.
   promptRecordedWithinMs: 20_000,
 
-  /** End, then Ctrl-U (delete to the line's start) until a wrapped line is gone: measured in docs/drafts.md. */
-  clearDraftKeys: CLEAR_LINE_KEYS,
   pasteText(message: string): string {
     // A leading '!' opens bash mode and '#' a memory note when typed; a space keeps a pasted one
     // text (measured: ' !touch x' reached the model as text).

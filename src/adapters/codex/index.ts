@@ -10,7 +10,6 @@ import { runExecTurn } from './exec.js';
 import { scriptedCodexEnv } from './home.js';
 import { CodexTurnObserver } from './rollout.js';
 import { codexHome, findRolloutsForFirstMessage, pickRollout, scanLaunches } from './sessions.js';
-import { CLEAR_LINE_KEYS } from '../clear-draft.js';
 
 /**
  * OpenAI Codex CLI (measured on 0.169.0, and 0.100.0 … 0.171.0 for the version matrix;
@@ -124,8 +123,6 @@ export const codexAdapter: CliAdapter = {
     return new CodexTurnObserver(message, notBefore);
   },
 
-  /** End, then Ctrl-U (delete to the line's start) until a wrapped line is gone: measured in docs/drafts.md. */
-  clearDraftKeys: CLEAR_LINE_KEYS,
   pasteText(message: string): string {
     // A leading '/' opens a slash command and '!' runs a shell command in the TUI: a space keeps it text.
     if (/^[/!]/.test(message)) return ` ${message}`;

@@ -12,7 +12,6 @@ import { headlessArgv, runHeadlessTurn } from './headless.js';
 import { SESSION_HEADER, checkRetentionOff, geminiDir, isManagedGeminiHome, scriptedGeminiEnv } from './home.js';
 import { geminiMcpServers, prepareManagedHome, readUserSettings } from './managed-home.js';
 import { GeminiTurnObserver, classifyRecord, contentText, normaliseForMatch } from './transcript.js';
-import { CLEAR_LINE_KEYS } from '../clear-draft.js';
 
 /**
  * Google Gemini CLI (measured on 0.61.0; research: gemini-pi-cli.md G1–G5 and
@@ -260,8 +259,6 @@ export const geminiAdapter: CliAdapter = {
     return new GeminiTurnObserver(message, notBefore);
   },
 
-  /** End, then Ctrl-U (delete to the line's start) until a wrapped line is gone: measured in docs/drafts.md. */
-  clearDraftKeys: CLEAR_LINE_KEYS,
   pasteText(message: string): string {
     // A leading '!' (shell mode) is a key press on an empty prompt: after a space it is text
     // (measured on 0.61.0, pasted and through -i alike).

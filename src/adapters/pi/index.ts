@@ -10,7 +10,6 @@ import { scriptedPiEnv } from './home.js';
 import { chosenFile, sessionFileFor, sessionFlags, piToolPolicies } from './launch.js';
 import { piStructured } from './structured.js';
 import { classifyRecord, normaliseForMatch, PiTurnObserver, SessionHeader } from './session.js';
-import { CLEAR_LINE_KEYS } from '../clear-draft.js';
 
 /**
  * Pi coding agent (`@mariozechner/pi-coding-agent`, measured on 0.73.1; research:
@@ -98,8 +97,6 @@ export const piAdapter: CliAdapter = {
 
   structured: piStructured,
 
-  /** End, then Ctrl-U (delete to the line's start) until a wrapped line is gone: measured in docs/drafts.md. */
-  clearDraftKeys: CLEAR_LINE_KEYS,
   pasteText(message: string): string {
     // In argv a leading '-' is a flag and '@' a file to attach: a space keeps it text. Pasted, the
     // editor trims that space and would run a leading '!' as a shell command and a leading '/' as
