@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ClaudeTurnObserver } from '../../src/adapters/claude-code/transcript.js';
-import { feedFixture, fixtureRecords } from '../support/fixtures.js';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { feedFixture, fixtureRecords, fixturesDir } from '../support/fixtures.js';
 
 /** Parser tests over transcripts recorded from the real Claude Code 2.1.328. */
 const observe = (name: string, message: string) => feedFixture(new ClaudeTurnObserver(message), 'claude-code', name);
@@ -90,5 +92,21 @@ describe('Claude Code turn observer (recorded 2.1.328 transcripts)', () => {
     o.feed(42);
     o.feed({ type: 'mode', mode: 'normal' });
     expect(o.unknownRecords).toBe(2);
+  });
+});
+
+/** Feeds a fixture named in full (one not recorded with the default release). */
+function feedFile(observer: ClaudeTurnObserver, file: string): ClaudeTurnObserver {
+  for (const line of readFileSync(path.join(fixturesDir, file), 'utf8').split('\n').filter(Boolean)) observer.feed(JSON.parse(line));
+  return observer;
+}
+
+describe('records Claude Code injects are never a new prompt (issue 44)', () => {
+  it("a Skill tool result followed by the skill's injected user text (sourceToolUseID, a promptId of its own) completes with the answer, not lost", () => {
+    // Constructed in the shape of a public 2.1.258 transcript (Skill tool_use, its result, then the
+    // skill's prose as a user text record that only sourceToolUseID marks).
+    const o = feedFile(new ClaudeTurnObserver('Triage the monitor alerts with the skill.'), 'claude-code-2.1.258-interactive-skill-injected-text.jsonl');
+    expect(o.observation).toMatchObject({ phase: 'ended', status: 'completed', answer: 'The noisiest monitor is kuma-edge: 41 of 57 alerts.' });
+    expect(o.tools).toEqual([expect.objectContaining({ kind: 'tool', input: { skill: 'incident-triage', args: 'monitor-down spam' } })]);
   });
 });

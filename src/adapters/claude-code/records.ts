@@ -28,6 +28,8 @@ const UserRecord = z.object({
   isMeta: z.boolean().optional(),
   isCompactSummary: z.boolean().optional(),
   origin: z.object({ kind: z.string() }).passthrough().optional(),
+  /** Set on a record the CLI injected for a tool (a skill's prose after the Skill tool): never a prompt. */
+  sourceToolUseID: z.string().optional(),
   message: z.object({ role: z.literal('user'), content: z.union([z.string(), z.array(ContentBlock)]) }),
 });
 

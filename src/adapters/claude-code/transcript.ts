@@ -116,7 +116,7 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
       }
       return;
     }
-    if (rec.kind !== 'user' || rec.record.isMeta || rec.record.isCompactSummary) return;
+    if (rec.kind !== 'user' || rec.record.isMeta || rec.record.isCompactSummary || rec.record.sourceToolUseID !== undefined) return;
     const text = userText(rec.record);
     // Claude's own interrupt note is not a prompt, unless our message itself starts that way.
     if (text === null || (text.startsWith(INTERRUPT_PREFIX) && !this.ourText.startsWith(INTERRUPT_PREFIX))) return;
@@ -279,7 +279,9 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
       this.end('failed', null, `a UserPromptSubmit hook stopped the prompt: ${text.slice(STOPPED_BY_HOOK_PREFIX.length).replace(/^:\s*/, '')}`);
       return;
     }
-    const human = !record.isMeta && !record.isCompactSummary && (!record.origin || record.origin.kind === 'human');
+    // Records the CLI injects (meta, compaction summaries, a tool's own text such as a skill's
+    // prose after the Skill tool, other origins) are never a new prompt.
+    const human = !record.isMeta && !record.isCompactSummary && record.sourceToolUseID === undefined && (!record.origin || record.origin.kind === 'human');
     if (!human || (record.uuid && record.uuid === this.ours?.uuid)) return;
     const newer = record.promptId ? record.promptId !== this.turnKey : !this.keyedByPrompt;
     if (newer) this.end('lost', null, 'a newer prompt started before this turn recorded its end');
