@@ -109,4 +109,18 @@ describe('records Claude Code injects are never a new prompt (issue 44)', () => 
     expect(o.observation).toMatchObject({ phase: 'ended', status: 'completed', answer: 'The noisiest monitor is kuma-edge: 41 of 57 alerts.' });
     expect(o.tools).toEqual([expect.objectContaining({ kind: 'tool', input: { skill: 'incident-triage', args: 'monitor-down spam' } })]);
   });
+
+  it('a 2.0.26 turn (no turn_duration ever) with a final reply completes with it when the next prompt follows, with no Stop signal kept', () => {
+    const o = feedFile(new ClaudeTurnObserver('Which file defines the router?'), 'claude-code-2.0.26-interactive-reply-no-turn-duration.jsonl');
+    expect(o.observation).toMatchObject({ phase: 'ended', status: 'completed', answer: 'The router is defined in src/router.ts.' });
+  });
+
+  it('a turn that calls a tool and has no final reply is still lost when a newer prompt follows (2.0.x too)', () => {
+    const o = new ClaudeTurnObserver('Which file defines the router?');
+    const lines = readFileSync(path.join(fixturesDir, 'claude-code-2.0.26-interactive-reply-no-turn-duration.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    lines[2].message.content = [{ type: 'tool_use', id: 'toolu_1', name: 'Bash', input: { command: 'ls' } }];
+    lines[2].message.stop_reason = 'tool_use';
+    for (const r of lines) o.feed(r);
+    expect(o.observation).toMatchObject({ phase: 'ended', status: 'lost', answer: null });
+  });
 });

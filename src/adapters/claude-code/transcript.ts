@@ -28,6 +28,8 @@ export { classifyRecord, normaliseForMatch, userText } from './records.js';
  * here on, also those that write no `turn_duration`.
  */
 export const STOP_SUMMARY_SINCE = '2.0.42';
+/** The first release that writes `system/turn_duration` (design §5: releases before 2.1.1 never do). */
+export const TURN_DURATION_SINCE = '2.1.1';
 /**
  * Releases without the summary: how long our Stop signal waits for a user's own Stop hook to
  * make Claude go on ("Stop hook feedback", measured 30 ms after our hook on 2.0.76) before it
@@ -67,7 +69,7 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
   /** Whether any assistant record of this turn was read (a resumed TUI writes cost-state first). */
   private replied = false;
   /** Our user record: its uuid, when it was written, the session and the release that wrote it. */
-  private ours: { uuid: string | null; at: number | null; sessionId: string | null; writesSummary: boolean } | null = null;
+  private ours: { uuid: string | null; at: number | null; sessionId: string | null; writesSummary: boolean; version: string | null } | null = null;
   /** The turn's latest message is assistant output that calls no tool: the final answer so far. */
   private answerReady = false;
   /** Stop signals read before our user record was (the two files are read independently). */
@@ -130,7 +132,7 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
     } catch {
       // not a release number: assume the newer behaviour
     }
-    this.ours = { uuid: rec.record.uuid ?? null, at: Number.isNaN(at) ? null : at, sessionId: rec.record.sessionId ?? null, writesSummary };
+    this.ours = { uuid: rec.record.uuid ?? null, at: Number.isNaN(at) ? null : at, sessionId: rec.record.sessionId ?? null, writesSummary, version: version ?? null };
     // The turn's key is the CLI's prompt id; releases without one (2.1.29 and older) key it by
     // its user record's own uuid.
     this.keyedByPrompt = rec.record.promptId !== undefined;
@@ -284,6 +286,24 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
     const human = !record.isMeta && !record.isCompactSummary && record.sourceToolUseID === undefined && (!record.origin || record.origin.kind === 'human');
     if (!human || (record.uuid && record.uuid === this.ours?.uuid)) return;
     const newer = record.promptId ? record.promptId !== this.turnKey : !this.keyedByPrompt;
-    if (newer) this.end('lost', null, 'a newer prompt started before this turn recorded its end');
+    if (!newer) return;
+    if (this.neverWritesTurnEnd() && this.answerReady && this.lastAnswer !== null) {
+      // A release that writes no end record (2.0.x) ended this turn with its final reply where
+      // no Stop signal was kept (a session cal did not run): the next prompt is the proof.
+      this.end('completed', this.lastAnswer, null);
+      return;
+    }
+    this.end('lost', null, 'a newer prompt started before this turn recorded its end');
+  }
+
+  /** Releases before TURN_DURATION_SINCE write no `turn_duration` (nor, without hooks, any other end). */
+  private neverWritesTurnEnd(): boolean {
+    const version = this.ours?.version;
+    if (!version) return false;
+    try {
+      return compareVersions(version, TURN_DURATION_SINCE) < 0;
+    } catch {
+      return false;
+    }
   }
 }
