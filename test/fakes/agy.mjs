@@ -120,8 +120,12 @@ const history = fs.existsSync(dbFile) ? fs.readFileSync(dbFile, 'utf8').split('\
 const stepLog = path.join(root, 'brain', id, '.system_generated', 'logs', 'transcript_full.jsonl');
 const format = opts['output-format'] ?? 'text';
 let stepIndex = history.length * 10;
+// FAKE_AGY_ENVELOPE=type names each event under `type` instead of `event` (parsers disagree).
 const emit = (event) => {
-  if (format === 'stream-json') process.stdout.write(JSON.stringify(event) + '\n');
+  if (format !== 'stream-json') return;
+  const { event: name, ...rest } = event;
+  const line = env.FAKE_AGY_ENVELOPE === 'type' ? { type: name, ...rest } : event;
+  process.stdout.write(JSON.stringify(line) + '\n');
 };
 const step = (fields) => emit({ event: 'step_update', step_update: { conversation_id: id, ...fields } });
 const logStep = (type, source, content) => {

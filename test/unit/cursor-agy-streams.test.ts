@@ -83,6 +83,19 @@ describe('Agy stream-json', () => {
     expect([t.conversationId, t.answer]).toEqual(['a2', 'From the result.']);
   });
 
+  it.each(['event', 'type'] as const)('reads every event whose name is under `%s` (issue 44: parsers disagree)', (key) => {
+    const at = (name: string, rest: Record<string, unknown>) => ({ [key]: name, ...rest });
+    const s = new AgyStream();
+    s.feed(at('init', { conversation_id: 'a3', init: {} }));
+    s.feed(at('step_update', { step_update: { step_index: 1, state: 'ACTIVE', step_type: 'tool', tool_name: 'view_file', tool_info: { name: 'view_file', parameters: { path: 'a' } } } }));
+    s.feed(at('step_update', { step_update: { step_index: 2, state: 'ACTIVE', step_type: 'agent_response', text_delta: 'Done.' } }));
+    s.feed(at('result', { result: { status: 'SUCCESS', response: '' } }));
+    expect([s.conversationId, s.answer, s.tools.length, s.unknownEvents]).toEqual(['a3', 'Done.', 1, 0]);
+    const e = new AgyStream();
+    e.feed(at('error', { error: { message: 'quota exhausted' } }));
+    expect(e.failure).toBe('quota exhausted');
+  });
+
   it('an error envelope or a status other than SUCCESS is the failure, in the CLI\'s words', () => {
     const s = new AgyStream();
     s.feed({ event: 'error', error: { message: 'quota exhausted' } });

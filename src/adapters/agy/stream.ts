@@ -4,7 +4,8 @@ import type { TurnProgress } from '../types.js';
 
 /**
  * Agy's `--output-format stream-json` (added in 1.1.8; research §E, from its release notes and the
- * parsers of third parties, provisional): one object per line with an `event` key naming its
+ * parsers of third parties, provisional): one object per line with an `event` key (or, in other
+ * parsers, `type`: both are read) naming its
  * payload, `init` (the conversation id, which cannot be chosen ahead), `step_update` (a step's
  * `step_type` from a closed vocabulary, `state` ACTIVE|DONE, `text_delta` for the agent's text,
  * `tool_name`/`tool_info` for tools) and a terminal `result` (`status` "SUCCESS", `response`,
@@ -53,6 +54,17 @@ const ErrorEvent = z
 
 export type AgyResult = z.infer<typeof ResultEvent>['result'];
 
+/**
+ * Third-party parsers disagree whether an event's name is under `event` or `type`: an event
+ * that names itself only under `type` is read as if it were under `event`.
+ */
+function envelope(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+  const record = value as Record<string, unknown>;
+  if (record.event !== undefined || typeof record.type !== 'string') return value;
+  return { ...record, event: record.type };
+}
+
 const ToolInfo = z.object({ name: z.string().optional(), parameters: z.unknown().optional(), output: z.unknown().optional() }).passthrough();
 
 export class AgyStream implements TurnProgress {
@@ -90,7 +102,8 @@ export class AgyStream implements TurnProgress {
     return this.errors.at(-1) ?? null;
   }
 
-  feed(value: unknown): void {
+  feed(raw: unknown): void {
+    const value = envelope(raw);
     const init = InitEvent.safeParse(value);
     if (init.success) {
       this.conversationId ??= init.data.conversation_id ?? init.data.init?.conversation_id ?? null;
