@@ -12,7 +12,8 @@ import { piStructured } from './structured.js';
 import { classifyRecord, normaliseForMatch, PiTurnObserver, SessionHeader } from './session.js';
 
 /**
- * Pi coding agent (`@mariozechner/pi-coding-agent`, measured on 0.73.1; research:
+ * Pi coding agent (`@earendil-works/pi-coding-agent` from 1.0, `@mariozechner/pi-coding-agent`
+ * up to 0.73.1; measured on 0.73.1 and 1.6.0, docs/pi.md; research:
  * gemini-pi-cli.md P1–P5).
  *
  * cal chooses the session file and launches `pi --session <abs path> <message>`: Pi creates the
