@@ -11,6 +11,15 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const matrix = JSON.parse(readFileSync(path.join(root, 'test', 'support', 'cli-matrix.json'), 'utf8'));
 const only = process.argv.slice(2);
+
+/** Orders two plain release numbers (x.y.z) numerically. */
+const older = (a, b) => a.localeCompare(b, 'en', { numeric: true }) < 0;
+
+/** The npm package a release was published under: a CLI that moved names its old package in packageBefore. */
+function packageOf(entry, version) {
+  const moves = Object.entries(entry.packageBefore ?? {}).sort(([a], [b]) => (older(a, b) ? -1 : 1));
+  return moves.find(([below]) => older(version, below))?.[1] ?? entry.package;
+}
 for (const [provider, entry] of Object.entries(matrix)) {
   if (provider === 'comment' || (only.length && !only.includes(provider))) continue;
   for (const version of entry.versions) {
@@ -20,8 +29,9 @@ for (const [provider, entry] of Object.entries(matrix)) {
       console.log(`${provider} ${version}: installed (${bin})`);
       continue;
     }
-    console.log(`${provider} ${version}: installing ${entry.package}@${version} into ${prefix}`);
-    execFileSync('npm', ['install', '--no-audit', '--no-fund', '--no-save', '--prefix', prefix, `${entry.package}@${version}`], {
+    const pkg = packageOf(entry, version);
+    console.log(`${provider} ${version}: installing ${pkg}@${version} into ${prefix}`);
+    execFileSync('npm', ['install', '--no-audit', '--no-fund', '--no-save', '--prefix', prefix, `${pkg}@${version}`], {
       stdio: 'inherit',
       env: { ...process.env, DISABLE_AUTOUPDATER: '1' },
     });

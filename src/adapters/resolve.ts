@@ -4,6 +4,8 @@ import path from 'node:path';
 import { CalError } from '../errors.js';
 import type { FileIdentity, PinnedCli } from '../handles/schema.js';
 import { packagePath } from '../util/package-root.js';
+import { nodeRequirement } from './cli-node.js';
+import { compareVersions } from './versions.js';
 
 /** Finds an executable on PATH (or takes the given path) and returns its real path. */
 export function findExecutable(name: string, cliPath: string | undefined, env: Record<string, string>): { path: string; realPath: string } {
@@ -62,6 +64,7 @@ export async function pinCli(
   env: Record<string, string>,
   versionOf: VersionReader = readVersion,
 ): Promise<PinnedCli> {
+  await checkCliNode(found.realPath, env);
   const identity = fileIdentity(found.realPath);
   const version = await versionOf(found.realPath, env);
   return { path: found.path, realPath: found.realPath, version, ...(identity ? { identity } : {}) };
@@ -94,4 +97,34 @@ export async function checkPinned(
     throw new CalError('cli_missing', `${name} at ${pinned.realPath} is now version ${version}, but this handle is pinned to ${pinned.version}: reinstall ${pinned.version} or start a new session`);
   }
   return { ...pinned, identity: now };
+}
+
+/**
+ * Refuses (`cli_unsupported`) a Node CLI whose package needs a newer Node than the `node` first
+ * on `env.PATH`, the one its `#!/usr/bin/env node` line runs it on (docs/node.md). That node is
+ * asked its version only when it is not the one running cal.
+ */
+export async function checkCliNode(cliRealPath: string, env: Record<string, string>): Promise<void> {
+  const needs = nodeRequirement(cliRealPath);
+  if (!needs) return;
+  const fix = `put a Node ${needs.floor} or newer first on PATH`;
+  let node: { path: string; realPath: string };
+  try {
+    node = findExecutable('node', undefined, env);
+  } catch {
+    throw new CalError('cli_unsupported', `${needs.name} at ${cliRealPath} runs on Node ${needs.nodeRange}, and no node is on PATH: ${fix}`);
+  }
+  let running = process.execPath;
+  try {
+    running = realpathSync(process.execPath);
+  } catch {
+    // compare by the path as given
+  }
+  const version = node.realPath === running ? process.versions.node : await readVersion(node.realPath, env);
+  if (compareVersions(version, needs.floor) < 0) {
+    throw new CalError('cli_unsupported', `${needs.name} at ${cliRealPath} needs Node ${needs.nodeRange}, but the node first on PATH (${node.path}) is ${version}: ${fix}`, {
+      actual: version,
+      expected: needs.nodeRange,
+    });
+  }
 }

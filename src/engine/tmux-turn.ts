@@ -28,6 +28,12 @@ const PANE_CHECK_MS = 500;
 const PANE_RECHECK_MS = 5000;
 /** How long the CLI may take to record a pasted message before Enter is sent once more. */
 const RESUBMIT_AFTER_MS = 3000;
+/**
+ * After an interrupt that cal did not send, how long its CLI has to exit before the interrupt is
+ * taken as a person's (Escape at the pane): a CLI killed mid-turn that records an interrupt on its
+ * way out (Pi 1.x on SIGHUP) exits at once after it; a person's Escape leaves the CLI running.
+ */
+const INTERRUPT_DEATH_MS = 1000;
 /** After a cancel, how long the CLI has to record its own interrupt before cal settles the turn. */
 const CANCEL_GRACE_MS = 10_000;
 
@@ -172,6 +178,16 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
     }
     return ended;
   };
+  /** Whether the pane's CLI is gone (pane dead, replaced or closed) now or within `ms`. */
+  const paneDiesWithin = async (ms: number): Promise<boolean> => {
+    const until = Date.now() + ms;
+    for (;;) {
+      const state = await tmux.paneState(location.paneId);
+      if (!samePane(location, state) || state.dead) return true;
+      if (Date.now() >= until) return false;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
   const settle = async (status: ProviderHandle['status']) => {
     handle = {
       ...handle,
@@ -203,9 +219,16 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
     }
     if (await readAll()) {
       timingMark('end-read');
-      await settle('idle');
       const obs = observer.observation;
       if (obs.phase !== 'ended') throw new CalError('internal', 'observer ended without an outcome');
+      if (obs.status === 'interrupted' && cancelledAt === null && (await paneDiesWithin(INTERRUPT_DEATH_MS))) {
+        // A CLI killed mid-turn may record its end as an interrupt on the way out (Pi 1.x writes
+        // an `aborted` reply on SIGHUP); cal did not interrupt it and its process is gone: the
+        // turn was lost, not interrupted by a person at the pane (whose CLI keeps running).
+        await settle('lost');
+        return { handle, outcome: { status: 'lost', answer: null, error: `the ${adapter.name} process ended before the turn recorded its end (it recorded an interrupt while dying)`, turnKey: obs.turnKey, tools: observer.tools } };
+      }
+      await settle('idle');
       return { handle, outcome: { status: obs.status, answer: obs.answer, error: obs.error, turnKey: obs.turnKey, tools: observer.tools } };
     }
 

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { sharedTmuxScenarios, TIMEOUT } from '../support/shared-scenarios.js';
 
 /**
- * Pi acceptance: the real pinned Pi binary (0.73.1) in real tmux against the scripted model,
+ * Pi acceptance: the real pinned Pi binary (1.6.0) in real tmux against the scripted model,
  * driven through the built `cal` as a black box. The tests build on each other (one logical
  * session), so they run in order; the first scenarios are shared with Codex
  * (test/support/shared-scenarios.ts). The Pi agent dir (models.json with a `mock` provider,
@@ -87,7 +87,8 @@ describe('Pi in tmux, end to end', () => {
     expect(run.code).toBe(10);
     expect(run.json.turn).toMatchObject({ status: 'failed', answer: null });
     expect(run.json.error.kind).toBe('turn_failed');
-    expect(run.json.error.message).toContain('500 Mock internal server error');
+    // 0.73.1 wrote `500 Mock internal server error`; 1.x writes the status and the JSON body.
+    expect(run.json.error.message).toMatch(/500(?: |: \{"message":")Mock internal server error/);
     // Retries are off in this Pi config: one request.
     expect(session.suite.server.turnRequests()).toHaveLength(1);
     const ok = await cal(['continue', session.handle, ...TIMEOUT, 'What was the codeword?']);

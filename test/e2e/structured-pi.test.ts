@@ -123,7 +123,7 @@ describe('Pi with --transport structured, end to end', () => {
     const run = await cal(['continue', handle, '--json', ...TIMEOUT, failing]);
     expect(run.code).toBe(10);
     expect(run.json.turn).toMatchObject({ status: 'failed', answer: null });
-    expect(run.json.error).toMatchObject({ kind: 'turn_failed', message: expect.stringContaining('500 Mock internal server error') });
+    expect(run.json.error).toMatchObject({ kind: 'turn_failed', message: expect.stringMatching(/500(?: |: \{"message":")Mock internal server error/) });
     expect(server.turnRequests().filter((r) => r.lastUserMessage === failing)).toHaveLength(1);
 
     const next = await cal(['continue', handle, '--json', ...TIMEOUT, 'What was the codeword, after the failure?']);

@@ -9,7 +9,10 @@ import { cliBin, pinnedCli, pinnedCliOf, repoRoot } from './clis.js';
 export type MatrixProvider = 'claude-code' | 'codex' | 'gemini' | 'pi';
 
 interface MatrixEntry {
+  /** The npm package of the newest releases. */
   package: string;
+  /** A CLI that moved: release below which the older package applies → that package. */
+  packageBefore?: Record<string, string>;
   bin: string;
   versions: string[];
   /** The releases .ci/run certifies (P0): the oldest and the newest. */

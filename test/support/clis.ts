@@ -10,7 +10,7 @@ export const pinnedCli = {
   claude: { bin: 'claude', version: '2.1.328' },
   codex: { bin: 'codex', version: '0.169.0' },
   gemini: { bin: 'gemini', version: '0.61.0' },
-  pi: { bin: 'pi', version: '0.73.1' },
+  pi: { bin: 'pi', version: '1.6.0' },
 } as const;
 
 export type PinnedCliName = keyof typeof pinnedCli;

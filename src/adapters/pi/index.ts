@@ -12,7 +12,8 @@ import { piStructured } from './structured.js';
 import { classifyRecord, normaliseForMatch, PiTurnObserver, SessionHeader } from './session.js';
 
 /**
- * Pi coding agent (`@mariozechner/pi-coding-agent`, measured on 0.73.1; research:
+ * Pi coding agent (`@earendil-works/pi-coding-agent` from 1.0, `@mariozechner/pi-coding-agent`
+ * up to 0.73.1; measured on 0.73.1 and 1.6.0, docs/pi.md; research:
  * gemini-pi-cli.md P1–P5).
  *
  * cal chooses the session file and launches `pi --session <abs path> <message>`: Pi creates the
@@ -31,7 +32,7 @@ import { classifyRecord, normaliseForMatch, PiTurnObserver, SessionHeader } from
  * sessions apart by what each request carries. 0.51.0, 0.60.0, 0.65.2, 0.68.1, 0.70.6 and the
  * pinned 0.73.1 pass all (0.51.6, 0.52.12 and 0.55.4 the three certifications tried on them).
  */
-export const piVersions: SupportedVersions = { floor: '0.51.0', certified: '0.73.1' };
+export const piVersions: SupportedVersions = { floor: '0.51.0', certified: '1.6.0' };
 
 export const piAdapter: CliAdapter = {
   name: 'pi',
