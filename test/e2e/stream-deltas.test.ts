@@ -42,7 +42,7 @@ describe.each<SuiteProvider>(['claude-code', 'pi', 'gemini'])('--stream --json o
     await suite?.close();
   });
 
-  async function expectStreamed(args: string[]): Promise<string> {
+  async function expectStreamed(args: string[]): Promise<{ handle: string; turn: { id: string } }> {
     const run = await runTimed(suite, [...args, '--stream', '--json', '--timeout', '90', MESSAGE]);
     expect(run.code).toBe(0);
     const events = run.stdout.map((l) => ({ at: l.at, value: JSON.parse(l.text) }));
@@ -54,11 +54,22 @@ describe.each<SuiteProvider>(['claude-code', 'pi', 'gemini'])('--stream --json o
     expect(texts.map((e) => e.value.text).join('')).toBe(REPLY);
     expect(texts.at(-1)!.at - texts[0]!.at).toBeGreaterThanOrEqual(300);
     expect(texts[0]!.at).toBeLessThan(final.at);
-    return final.value.handle as string;
+    return final.value;
   }
 
-  it('start, then continue: text deltas >= 300 ms apart before the final object', async () => {
-    const handle = await expectStreamed(['start', '--provider', provider, '--transport', 'structured', '--cwd', suite.work]);
-    await expectStreamed(['continue', handle]);
+  it('start, then continue: text deltas >= 300 ms apart before the final object; cal show prints each turn again', async () => {
+    const first = await expectStreamed(['start', '--provider', provider, '--transport', 'structured', '--cwd', suite.work]);
+    const second = await expectStreamed(['continue', first.handle]);
+    // cal show: the newest turn by default, any turn by id, as continue --json printed it.
+    const newest = await suite.cal(['show', first.handle, '--json']);
+    expect(newest.code).toBe(0);
+    expect(newest.json).toEqual(second);
+    const earlier = await suite.cal(['show', first.handle, '--turn', first.turn.id]);
+    expect(earlier.code).toBe(0);
+    expect(earlier.stdout).toBe(REPLY);
+    expect(earlier.stderr).toBe(`handle: ${first.handle}`);
+    const missing = await suite.cal(['show', first.handle, '--turn', 'no-such-turn']);
+    expect(missing.code).toBe(3);
+    expect(missing.stderr).toMatch(/^cal: not_found: /);
   });
 });

@@ -17,9 +17,9 @@ async function allSpecs(): Promise<CommandSpec[]> {
 describe('command specs', () => {
   it('every command module exports one spec, and the program has each command once, in help order', async () => {
     const specs = await allSpecs();
-    expect(specs.map((s) => s.name)).toEqual(['start', 'continue', 'kill-tmux', 'remove', 'inspect', 'events', 'run', 'lock', 'recover', 'certify', 'demo', 'model serve']);
+    expect(specs.map((s) => s.name)).toEqual(['start', 'continue', 'kill-tmux', 'remove', 'inspect', 'show', 'events', 'run', 'lock', 'recover', 'certify', 'demo', 'model serve']);
     const program = buildProgram(specs, () => undefined);
-    expect(program.commands.map((c) => c.name())).toEqual(['start', 'continue', 'kill-tmux', 'remove', 'inspect', 'events', 'run', 'lock', 'recover', 'certify', 'demo', 'model']);
+    expect(program.commands.map((c) => c.name())).toEqual(['start', 'continue', 'kill-tmux', 'remove', 'inspect', 'show', 'events', 'run', 'lock', 'recover', 'certify', 'demo', 'model']);
     const model = program.commands.find((c) => c.name() === 'model')!;
     expect(model.description()).toBe('the scripted model server');
     expect(model.commands.map((c) => c.name())).toEqual(['serve']);
@@ -47,7 +47,7 @@ describe('command specs', () => {
 
   it('no command module declares its options a second time as an interface', () => {
     const offenders: string[] = [];
-    for (const file of ['start', 'continue', 'kill-tmux', 'remove', 'inspect', 'events', 'run', 'lock', 'recover', 'certify', 'demo', 'model-serve']) {
+    for (const file of ['start', 'continue', 'kill-tmux', 'remove', 'inspect', 'show', 'events', 'run', 'lock', 'recover', 'certify', 'demo', 'model-serve']) {
       const text = readFileSync(path.join(repoRoot, 'src', 'commands', `${file}.ts`), 'utf8');
       for (const m of text.matchAll(/interface (\w*Options)\b/g)) offenders.push(`${file}.ts: ${m[1]}`);
       if (/\.option\(|new Option\(/.test(text)) offenders.push(`${file}.ts registers commander options itself`);
@@ -71,7 +71,7 @@ describe('command specs', () => {
     expect((await specsFor(['--state-dir', 'x', 'continue', 'h', 'm'])).map((s) => s.name)).toEqual(['continue']);
     expect((await specsFor(['model', 'serve'])).map((s) => s.name)).toEqual(['model serve']);
     // Help and unknown words need every command (to list them, or to suggest one).
-    for (const args of [[], ['--help'], ['help', 'start'], ['strat']]) expect(await specsFor(args)).toHaveLength(12);
+    for (const args of [[], ['--help'], ['help', 'start'], ['strat']]) expect(await specsFor(args)).toHaveLength(13);
   });
 
   it('a bare --wait never swallows the message after it', () => {
