@@ -23,6 +23,7 @@ export const commandModules: Record<string, () => Promise<CommandModule>> = {
   'kill-tmux': () => import('./commands/kill-tmux.js'),
   remove: () => import('./commands/remove.js'),
   inspect: () => import('./commands/inspect.js'),
+  show: () => import('./commands/show.js'),
   events: () => import('./commands/events.js'),
   run: () => import('./commands/run.js'),
   lock: () => import('./commands/lock.js'),

@@ -137,6 +137,7 @@ const processSinks: StreamSinks = {
 export class TurnStream {
   private text = '';
   private lastBlock = '';
+  private pendingLine = '';
   private announced = 0;
   private readonly finished = new Set<number>();
 
@@ -176,11 +177,29 @@ export class TurnStream {
    */
   private updateText(partial: string): void {
     if (!partial || partial === this.lastBlock) return;
-    const piece = this.lastBlock && partial.startsWith(this.lastBlock) ? partial.slice(this.lastBlock.length) : partial;
+    const growing = this.lastBlock !== '' && partial.startsWith(this.lastBlock);
+    const piece = growing ? partial.slice(this.lastBlock.length) : partial;
     this.lastBlock = partial;
     this.text += piece;
-    if (this.json) this.sinks.stdout(JSON.stringify({ type: 'text', text: piece }) + '\n');
-    else this.sinks.stdout(piece.endsWith('\n') ? piece : `${piece}\n`);
+    if (this.json) {
+      this.sinks.stdout(JSON.stringify({ type: 'text', text: piece }) + '\n');
+      return;
+    }
+    // Token deltas split words: plain output prints whole lines only, the rest once its line
+    // ends, a new block starts, or the turn ends (flush).
+    if (!growing) this.flush();
+    this.pendingLine += piece;
+    const cut = this.pendingLine.lastIndexOf('\n');
+    if (cut === -1) return;
+    this.sinks.stdout(this.pendingLine.slice(0, cut + 1));
+    this.pendingLine = this.pendingLine.slice(cut + 1);
+  }
+
+  /** Prints the text still waiting for its line to end (plain output). */
+  flush(): void {
+    if (!this.pendingLine) return;
+    this.sinks.stdout(`${this.pendingLine}\n`);
+    this.pendingLine = '';
   }
 
   private tool(tool: ToolActivity, phase: 'call' | 'result'): void {
@@ -238,11 +257,13 @@ export async function liveOutput(opts: LiveOptions, initial: string, sinks?: Str
     },
     done(turn) {
       progress.stop();
+      stream?.flush();
       if (!stream || opts.json) return turn;
       return stream.covers(turn.answer) ? { ...turn, answer: null } : turn;
     },
     stop() {
       progress.stop();
+      stream?.flush();
     },
   };
 }

@@ -61,9 +61,26 @@ describe('claude -p --output-format stream-json (2.1.328)', () => {
     const cli = { path: '/x/claude', realPath: '/x/claude.exe', version: '2.1.328' };
     const config = { cwd: '/w', model: 'opus', systemPrompt: 'be brief', mcpConfigPath: '/c/mcp.json', toolPolicy: 'default' };
     const req = { cli, env: {}, config, mode: 'fresh' as const, sessionId: 'id-1', message: 'secret text' };
-    expect(printArgv(req, 'fresh', 'id-1')).toEqual(['/x/claude.exe', '-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose', '--session-id', 'id-1', '--model', 'opus', '--append-system-prompt', 'be brief', '--mcp-config', '/c/mcp.json', '--strict-mcp-config']);
+    expect(printArgv(req, 'fresh', 'id-1')).toEqual(['/x/claude.exe', '-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose', '--include-partial-messages', '--session-id', 'id-1', '--model', 'opus', '--append-system-prompt', 'be brief', '--mcp-config', '/c/mcp.json', '--strict-mcp-config']);
     expect(printArgv({ ...req, config: { ...config, mcpConfigPath: null } }, 'resume', 'id-1')).not.toContain('--strict-mcp-config');
     expect(printArgv(req, 'resume', 'id-1')).toContain('--resume');
+  });
+
+  it('--include-partial-messages: text deltas grow the partial answer; a new message starts afresh; a subagent\'s are not shown', () => {
+    const s = new ClaudeStream();
+    const delta = (text: string, parent: string | null = null) => ({ type: 'stream_event', parent_tool_use_id: parent, event: { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } } });
+    s.feed({ type: 'system', subtype: 'init', session_id: 'sid' });
+    s.feed({ type: 'stream_event', parent_tool_use_id: null, event: { type: 'message_start', message: {} } });
+    s.feed(delta('Hel'));
+    expect(s.partialAnswer).toBe('Hel');
+    s.feed(delta('lo'));
+    expect(s.partialAnswer).toBe('Hello');
+    s.feed(delta('SUBAGENT', 'toolu_1'));
+    expect(s.partialAnswer).toBe('Hello');
+    s.feed({ type: 'stream_event', parent_tool_use_id: null, event: { type: 'message_start', message: {} } });
+    s.feed(delta('Next'));
+    expect(s.partialAnswer).toBe('Next');
+    expect(s.unknownEvents).toBe(0);
   });
 
   it('a leading "/" keeps a space (claude -p runs it as a command otherwise); anything else is exact', () => {
@@ -95,6 +112,18 @@ describe('pi --mode json (0.73.1)', () => {
     expect(s.ended).toBe(false);
     s.feed({ type: 'auto_retry_end', success: false, attempt: 3, finalError: '500 Mock internal server error' });
     expect(s.retryError).toBe('500 Mock internal server error');
+  });
+
+  it('message_update: the assistant message so far becomes the partial answer as it grows', () => {
+    const s = new PiStream();
+    const update = (text: string) => ({ type: 'message_update', assistantMessageEvent: { type: 'text_delta', delta: text }, message: { role: 'assistant', content: [{ type: 'text', text }] } });
+    s.feed(update('One'));
+    expect(s.partialAnswer).toBe('One');
+    s.feed(update('One two'));
+    expect(s.partialAnswer).toBe('One two');
+    s.feed({ type: 'message_update', message: { role: 'user', content: 'mine' } });
+    expect(s.partialAnswer).toBe('One two');
+    expect(s.unknownEvents).toBe(0);
   });
 
   it('message delivery: Pi trims stdin, so trailing blanks go as the argument; leading blanks in argv when it fits', () => {

@@ -12,7 +12,7 @@ import { classifyRecord, INTERRUPT_PREFIX, TextBlock, toolFromUse, ToolResultBlo
 
 /**
  * Structured transport (research: adapters-gemini-cursor-agy-claude-structured.md §F, measured on
- * 2.1.328): one `claude -p --output-format stream-json --verbose` process per turn, with
+ * 2.1.328): one `claude -p --output-format stream-json --verbose --include-partial-messages` process per turn, with
  * `--session-id <id>` (the id the handle chose up front) for the first turn and `--resume <id>`
  * after. The message goes on stdin as one stream-json user line (`--input-format stream-json`,
  * its text kept byte for byte), never in argv: no size limit, and an input that is empty or cut
@@ -41,6 +41,20 @@ const ResultEvent = z
 
 type Result = z.infer<typeof ResultEvent>;
 
+/**
+ * `--include-partial-messages` (present since 1.0.86, below the 2.0.12 floor; measured on
+ * 2.1.328): the API's own stream events, wrapped as `stream_event`. A `message_start` opens a new
+ * model message; each `text_delta` adds to its text. A subagent's (parent_tool_use_id set) are not
+ * this turn's answer.
+ */
+const StreamEvent = z
+  .object({
+    type: z.literal('stream_event'),
+    parent_tool_use_id: z.string().nullable().optional(),
+    event: z.object({ type: z.string(), delta: z.object({ type: z.string(), text: z.string().optional() }).passthrough().optional() }).passthrough(),
+  })
+  .passthrough();
+
 /** Follows one `-p` event stream: the session id, the text and tool calls so far, the result. */
 export class ClaudeStream implements TurnProgress {
   sessionId: string | null = null;
@@ -51,12 +65,19 @@ export class ClaudeStream implements TurnProgress {
   /** Claude's own "[Request interrupted by user]" record: a SIGINT ended the turn (no result follows). */
   interrupted = false;
   private readonly toolIndex = new Map<string, ToolActivity>();
+  /** The text of the model message being streamed (stream_event deltas), for --stream. */
+  private streamed = '';
 
   get observation(): TurnProgress['observation'] {
     return this.sessionId ? { phase: 'running', turnKey: null } : { phase: 'waiting' };
   }
 
   feed(value: unknown): void {
+    const partial = StreamEvent.safeParse(value);
+    if (partial.success) {
+      this.onStreamEvent(partial.data);
+      return;
+    }
     const init = InitEvent.safeParse(value);
     if (init.success) {
       this.sessionId = init.data.session_id;
@@ -95,8 +116,17 @@ export class ClaudeStream implements TurnProgress {
         tool.status = done.data.is_error ? 'error' : 'completed';
       }
     } else if (rec.kind === 'unknown') {
-      // rate_limit_event, stream_event, hook events and whatever a newer version adds.
+      // rate_limit_event, hook events and whatever a newer version adds.
       this.unknownEvents++;
+    }
+  }
+
+  private onStreamEvent({ parent_tool_use_id, event }: z.infer<typeof StreamEvent>): void {
+    if (parent_tool_use_id) return;
+    if (event.type === 'message_start') this.streamed = '';
+    else if (event.type === 'content_block_delta' && event.delta?.type === 'text_delta' && event.delta.text) {
+      this.streamed += event.delta.text;
+      this.partialAnswer = this.streamed;
     }
   }
 }
@@ -112,7 +142,7 @@ export function userLine(message: string): string {
 }
 
 export function printArgv(req: Omit<LaunchRequest, 'message'>, mode: 'fresh' | 'resume', sessionId: string): string[] {
-  const argv = [req.cli.realPath, '-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose'];
+  const argv = [req.cli.realPath, '-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose', '--include-partial-messages'];
   argv.push(mode === 'fresh' ? '--session-id' : '--resume', sessionId);
   argv.push(...sessionFlags(req.config));
   // Only the handle's MCP servers, as the session was configured (this also ends --mcp-config).

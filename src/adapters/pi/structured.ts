@@ -22,8 +22,13 @@ const MessageEnd = z.object({ type: z.literal('message_end'), message: z.object(
 const AgentEnd = z.object({ type: z.literal('agent_end') });
 const RetryStart = z.object({ type: z.literal('auto_retry_start') });
 const RetryEnd = z.object({ type: z.literal('auto_retry_end'), success: z.boolean(), finalError: z.string().optional() });
-// message_update carries deltas; --stream shows whole messages (message_end), as for the other CLIs.
-const KnownOther = z.object({ type: z.enum(['agent_start', 'turn_start', 'turn_end', 'message_start', 'message_update', 'tool_execution_start', 'tool_execution_update', 'tool_execution_end', 'queue_update', 'compaction_start', 'compaction_end']) });
+// message_update carries the assistant message so far (its `message`) after every delta: --stream
+// shows its text as it grows (measured on 0.73.1: one update per model delta).
+const MessageUpdate = z.object({
+  type: z.literal('message_update'),
+  message: z.object({ role: z.string(), content: z.union([z.string(), z.array(z.object({ type: z.string() }).passthrough())]).optional() }).passthrough(),
+});
+const KnownOther = z.object({ type: z.enum(['agent_start', 'turn_start', 'turn_end', 'message_start', 'tool_execution_start', 'tool_execution_update', 'tool_execution_end', 'queue_update', 'compaction_start', 'compaction_end']) });
 
 /** Follows one `--mode json` event stream: the session id, text and tool calls so far, the end. */
 export class PiStream implements TurnProgress {
@@ -50,6 +55,13 @@ export class PiStream implements TurnProgress {
     const end = MessageEnd.safeParse(value);
     if (end.success) {
       this.onMessage(end.data.message);
+      return;
+    }
+    const update = MessageUpdate.safeParse(value);
+    if (update.success) {
+      if (update.data.message.role !== 'assistant') return;
+      const text = contentText(update.data.message.content);
+      if (text) this.partialAnswer = text;
       return;
     }
     if (AgentEnd.safeParse(value).success) {
