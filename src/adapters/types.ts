@@ -122,6 +122,14 @@ export interface TurnObserver {
 /** What a turn shows while it runs (for --stream and the spinner). */
 export type TurnProgress = Pick<TurnObserver, 'observation' | 'tools' | 'partialAnswer'>;
 
+/** One retry of a failed model request, as the CLI announced it. */
+export interface ModelRetry {
+  attempt: number;
+  maxRetries: number | null;
+  delayMs: number | null;
+  errorStatus: number | null;
+}
+
 export interface StructuredTurnResult {
   sessionId: string;
   status: 'completed' | 'failed' | 'interrupted';
@@ -139,6 +147,8 @@ export interface StructuredTurnResult {
 export interface StructuredRunRequest extends LaunchRequest {
   timeoutMs: number;
   onProgress?: (progress: TurnProgress) => void;
+  /** The CLI said it retries a failed model request (claude -p: `system/api_retry`). */
+  onRetry?: (retry: ModelRetry) => void;
   /** Cancels the turn as Ctrl-C would (the CLI is interrupted; its stream ends the turn). */
   signal?: AbortSignal;
   /** The CLI process was started (its pid), before cal waits for it to end. */
@@ -168,7 +178,7 @@ export interface StructuredTransport {
 }
 
 /** What a structured turn is started with before its message is known to be sent. */
-export type StructuredStartRequest = Omit<StructuredRunRequest, 'message' | 'timeoutMs' | 'onProgress' | 'signal' | 'onSpawned'>;
+export type StructuredStartRequest = Omit<StructuredRunRequest, 'message' | 'timeoutMs' | 'onProgress' | 'onRetry' | 'signal' | 'onSpawned'>;
 
 export interface StartedStructuredTurn {
   /**

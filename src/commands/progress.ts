@@ -40,9 +40,18 @@ const stateLabels: Record<string, string> = {
   waiting_for_lock: 'waiting in line for the handle',
   lost_tmux: 'pane gone',
   resuming: 'resuming natively',
+  retrying: 'the model failed: the CLI retries',
   running: 'running',
   sending: 'sending',
 };
+
+/** "attempt 2 of 10, HTTP 500, next in 1.2s" from a `retrying` event's detail. */
+export function retryLabel(detail: Record<string, unknown>): string {
+  const parts = [`attempt ${String(detail.attempt)}${typeof detail.maxRetries === 'number' ? ` of ${detail.maxRetries}` : ''}`];
+  if (typeof detail.errorStatus === 'number') parts.push(`HTTP ${detail.errorStatus}`);
+  if (typeof detail.delayMs === 'number') parts.push(`next in ${(detail.delayMs / 1000).toFixed(1)}s`);
+  return parts.join(', ');
+}
 
 export interface ProgressOptions {
   json?: boolean | undefined;
@@ -84,6 +93,7 @@ export async function createProgress(opts: ProgressOptions): Promise<Progress> {
     onEvent(event) {
       if (stopped) return;
       state = stateLabels[event.event] ?? event.event;
+      if (event.event === 'retrying') state = `${state} (${retryLabel(event.detail ?? {})})`;
       spinner.text = text();
     },
     onProgress(view) {

@@ -58,6 +58,8 @@ export async function runStructuredTurn(req: TurnRequest, text: string): Promise
       ...(req.sessionDir ? { sessionDir: req.sessionDir } : {}),
       ...(req.signal ? { signal: req.signal } : {}),
       ...(hooks.onProgress ? { onProgress: hooks.onProgress } : {}),
+      // Fire and forget: the event log is written in order, and the turn does not wait on it.
+      onRetry: (retry) => void hooks.emit('retrying', { attempt: retry.attempt, maxRetries: retry.maxRetries, delayMs: retry.delayMs, errorStatus: retry.errorStatus }).catch(() => {}),
     });
   } catch (err) {
     // A process that has ended leaves the record, so nothing later waits on a pid that is gone;

@@ -34,6 +34,8 @@ export const eventKinds = [
   'lost_tmux',
   'resume_unavailable',
   'stale_handle',
+  /** The CLI retries a failing model request (attempt, maxRetries, delayMs, errorStatus). */
+  'retrying',
   // agent sessions
   'waiting_for_lock',
   'pane_killed',

@@ -13,6 +13,7 @@ export type Directive =
   | { kind: 'chunks'; n: number }
   | { kind: 'break' }
   | { kind: 'fail' }
+  | { kind: 'retryable' }
   | { kind: 'shell'; command: string }
   | { kind: 'mcp'; server: string; tool: string; args: Record<string, unknown> }
   | { kind: 'echo' }
@@ -95,8 +96,9 @@ function parseOne(name: string, value: string | undefined, raw: string): Directi
     case 'break':
     case 'fail':
     case 'echo':
+    case 'retryable':
       if (value !== undefined) return { kind: 'invalid', raw, reason: `"${name}" takes no value` };
-      return name === 'break' ? { kind: 'break' } : name === 'fail' ? { kind: 'fail' } : { kind: 'echo' };
+      return { kind: name };
     case 'shell':
       if (value === undefined || value.trim() === '') return { kind: 'invalid', raw, reason: 'shell needs a command' };
       return { kind: 'shell', command: value.trim() };

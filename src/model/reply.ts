@@ -59,6 +59,7 @@ function basePlan(userMessages: string[]): ReplyPlan {
   return {
     status: 200,
     errorMessage: '',
+    retryable: false,
     text: '',
     tool: null,
     mode: 'normal',
@@ -113,6 +114,9 @@ export function planReply(req: ParsedModelRequest): ReplyPlan {
       case 'http':
         plan.status = d.status;
         plan.errorMessage = errorMessageFor(d.status);
+        break;
+      case 'retryable':
+        plan.retryable = true;
         break;
       case 'delay':
         plan.delayMs = d.ms;

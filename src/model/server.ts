@@ -89,8 +89,8 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<M
     res.end(head ? undefined : data);
   }
 
-  function sendError(res: http.ServerResponse, dialect: DialectModule, status: number, message: string, extra: Record<string, string> = {}, head = false): void {
-    const err = dialect.errorResponse(status, message);
+  function sendError(res: http.ServerResponse, dialect: DialectModule, status: number, message: string, extra: Record<string, string> = {}, head = false, retryable = false): void {
+    const err = dialect.errorResponse(status, message, retryable);
     sendJson(res, status, err.body, { ...err.headers, ...extra }, head);
   }
 
@@ -178,7 +178,7 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<M
       await sleep(plan.delayMs, ac.signal);
       if (ac.signal.aborted) return;
       if (plan.status !== 200) {
-        sendError(res, dialect, plan.status, plan.errorMessage);
+        sendError(res, dialect, plan.status, plan.errorMessage, {}, false, plan.retryable);
         return;
       }
       const outputChars = call ? JSON.stringify(call.args).length : plan.text.length;

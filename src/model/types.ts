@@ -56,6 +56,8 @@ export interface ReplyPlan {
   /** 200, or the HTTP error status to answer with. */
   status: number;
   errorMessage: string;
+  /** The error invites the client to retry (Anthropic's `x-should-retry: true`); else it says not to. */
+  retryable: boolean;
   /** The text to answer (when no tool call). */
   text: string;
   tool: ToolIntent | null;
@@ -112,7 +114,7 @@ export interface DialectModule {
   /** Parse a JSON body; throws RequestError for a body of the wrong shape. */
   parse(body: unknown, http: HttpRequestInfo): ParsedModelRequest;
   /** The dialect's native error body for an HTTP status. */
-  errorResponse(status: number, message: string): ErrorResponse;
+  errorResponse(status: number, message: string, retryable?: boolean): ErrorResponse;
   /** Map a tool intent onto the client's offered tools. */
   resolveTool(intent: ToolIntent, tools: OfferedTool[], id: string): ToolCall;
   renderJson(input: RenderInput): unknown;

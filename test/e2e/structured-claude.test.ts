@@ -172,6 +172,27 @@ describe('Claude Code with --transport structured, end to end', () => {
     expect(seen.at(-1)).toBe('What was the codeword, after the failure?');
   });
 
+  it('claude -p retrying a failing model request: each retry is a `retrying` event (attempt, of, delay, status) while the turn runs', async () => {
+    // The scripted env turns Claude's retries off; a user's claude retries (10 by default). The
+    // `retryable` directive makes the 500 invite a retry (x-should-retry: true).
+    const failing = 'This one is retried [[cal:http=500]][[cal:retryable]]';
+    server.clearLog();
+    const run = await suite.cal(['continue', handle, '--json', '--events', ...TIMEOUT, failing], { env: { CLAUDE_CODE_MAX_RETRIES: '2' } });
+    expect(run.code, run.stderr).toBe(10);
+    const retries = run.stderr
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l))
+      .filter((e) => e.event === 'retrying');
+    expect(retries.map((e) => e.detail)).toEqual([
+      { attempt: 1, maxRetries: 2, delayMs: expect.any(Number), errorStatus: 500 },
+      { attempt: 2, maxRetries: 2, delayMs: expect.any(Number), errorStatus: 500 },
+    ]);
+    expect(retries.every((e) => e.turn === run.json.turn.id)).toBe(true);
+    // The CLI's own retries: one request and two more, all of the one message.
+    expect(server.turnRequests().filter((r) => r.lastUserMessage === failing)).toHaveLength(3);
+  });
+
   it('--stream prints the tool call and its result while the turn runs, then the text', async () => {
     const lines: any[] = [];
     let statusAtFirstTool: string | null = null;
@@ -203,7 +224,8 @@ describe('Claude Code with --transport structured, end to end', () => {
       { type: 'tool', phase: 'call', kind: 'shell', name: 'echo STREAMED-OUT', input: { command: 'echo STREAMED-OUT', description: 'Run: echo STREAMED-OUT' } },
       { type: 'tool', phase: 'result', kind: 'shell', name: 'echo STREAMED-OUT', status: 'completed', output: 'STREAMED-OUT' },
     ]);
-    expect(lines.some((l) => l.type === 'text' && l.text === 'Tool finished: STREAMED-OUT')).toBe(true);
+    // The text streams as deltas (--include-partial-messages): its pieces join to the answer.
+    expect(lines.filter((l) => l.type === 'text').map((l) => l.text).join('')).toBe('Tool finished: STREAMED-OUT');
     expect(lines.at(-1).turn).toMatchObject({ status: 'completed', answer: 'Tool finished: STREAMED-OUT' });
     expect(lines.at(-1).turn.tools).toEqual([{ kind: 'shell', name: 'echo STREAMED-OUT', input: { command: 'echo STREAMED-OUT', description: 'Run: echo STREAMED-OUT' }, output: 'STREAMED-OUT', status: 'completed' }]);
 

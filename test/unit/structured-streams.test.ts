@@ -126,6 +126,23 @@ describe('pi --mode json (0.73.1)', () => {
     expect(s.unknownEvents).toBe(0);
   });
 
+  it('message_update on Pi 1.x (only the event, no message): the text deltas since message_start join to the partial answer', () => {
+    const s = new PiStream();
+    const delta = (d: string) => ({ type: 'message_update', usage: {}, assistantMessageEvent: { type: 'text_delta', contentIndex: 0, delta: d } });
+    s.feed({ type: 'message_start', message: { role: 'assistant', content: [] } });
+    s.feed({ type: 'message_update', assistantMessageEvent: { type: 'text_start', contentIndex: 0 } });
+    s.feed(delta('alpha'));
+    expect(s.partialAnswer).toBe('alpha');
+    s.feed(delta(' beta'));
+    expect(s.partialAnswer).toBe('alpha beta');
+    // A new assistant message (after a tool call) starts its own text.
+    s.feed({ type: 'message_start', message: { role: 'assistant', content: [] } });
+    s.feed(delta('gamma'));
+    expect(s.partialAnswer).toBe('gamma');
+    s.feed({ type: 'agent_settled', aborted: false });
+    expect(s.unknownEvents).toBe(0);
+  });
+
   it('message delivery: Pi trims stdin, so trailing blanks go as the argument; leading blanks in argv when it fits', () => {
     expect(messageDelivery('hello')).toEqual({ stdin: 'hello', argv: [] });
     expect(messageDelivery('-v @f x \n\n')).toEqual({ stdin: '-v @f x', argv: [' \n\n'] });

@@ -26,6 +26,15 @@ import { classifyRecord, INTERRUPT_PREFIX, TextBlock, toolFromUse, ToolResultBlo
  * API error keeps `subtype: "success"` with `is_error: true`, `terminal_reason: "api_error"`.
  * An unknown resume id is a `result` with `errors: ["No conversation found with session ID: …"]`.
  */
+/**
+ * claude -p announces each retry of a failed model request on stdout (2.1.328's SDK schema:
+ * `system/api_retry` with attempt, max_retries, retry_delay_ms, error_status); without it a
+ * persistent HTTP 500 is minutes of silence.
+ */
+const ApiRetryEvent = z
+  .object({ type: z.literal('system'), subtype: z.literal('api_retry'), attempt: z.number().int(), max_retries: z.number().int().optional(), retry_delay_ms: z.number().optional(), error_status: z.number().int().nullable().optional() })
+  .passthrough();
+
 const InitEvent = z.object({ type: z.literal('system'), subtype: z.literal('init'), session_id: z.string() }).passthrough();
 const ResultEvent = z
   .object({
@@ -215,6 +224,11 @@ async function runPrintTurn(req: StructuredRunRequest, started?: HeldJsonlProces
     timeoutMs: req.timeoutMs,
     ...(req.signal ? { signal: req.signal } : {}),
     onEvent(value) {
+      const retry = ApiRetryEvent.safeParse(value);
+      if (retry.success) {
+        const r = retry.data;
+        req.onRetry?.({ attempt: r.attempt, maxRetries: r.max_retries ?? null, delayMs: r.retry_delay_ms ?? null, errorStatus: r.error_status ?? null });
+      }
       stream.feed(value);
       report?.(stream);
     },

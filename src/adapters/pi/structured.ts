@@ -22,13 +22,21 @@ const MessageEnd = z.object({ type: z.literal('message_end'), message: z.object(
 const AgentEnd = z.object({ type: z.literal('agent_end') });
 const RetryStart = z.object({ type: z.literal('auto_retry_start') });
 const RetryEnd = z.object({ type: z.literal('auto_retry_end'), success: z.boolean(), finalError: z.string().optional() });
-// message_update carries the assistant message so far (its `message`) after every delta: --stream
-// shows its text as it grows (measured on 0.73.1: one update per model delta).
+// message_update follows every model delta (measured): up to 0.73.1 it carries the assistant
+// message so far (`message`); 1.x carries only the event (`assistantMessageEvent`: text_start,
+// text_delta with its `delta`, …), so the text so far is the deltas joined since message_start.
 const MessageUpdate = z.object({
   type: z.literal('message_update'),
   message: z.object({ role: z.string(), content: z.union([z.string(), z.array(z.object({ type: z.string() }).passthrough())]).optional() }).passthrough(),
 });
-const KnownOther = z.object({ type: z.enum(['agent_start', 'turn_start', 'turn_end', 'message_start', 'tool_execution_start', 'tool_execution_update', 'tool_execution_end', 'queue_update', 'compaction_start', 'compaction_end']) });
+const MessageDelta = z.object({
+  type: z.literal('message_update'),
+  assistantMessageEvent: z.object({ type: z.string(), delta: z.string().optional() }).passthrough(),
+});
+const MessageStart = z.object({ type: z.literal('message_start'), message: z.object({ role: z.string() }).passthrough() });
+const KnownOther = z.object({
+  type: z.enum(['agent_start', 'agent_settled', 'turn_start', 'turn_end', 'message_start', 'tool_execution_start', 'tool_execution_update', 'tool_execution_end', 'queue_update', 'compaction_start', 'compaction_end']),
+});
 
 /** Follows one `--mode json` event stream: the session id, text and tool calls so far, the end. */
 export class PiStream implements TurnProgress {
@@ -40,6 +48,8 @@ export class PiStream implements TurnProgress {
   tools: ToolActivity[] = [];
   partialAnswer = '';
   unknownEvents = 0;
+  /** 1.x: the text deltas of the assistant message being streamed. */
+  private deltaText = '';
   private readonly toolIndex = new Map<string, ToolActivity>();
 
   get observation(): TurnProgress['observation'] {
@@ -64,6 +74,17 @@ export class PiStream implements TurnProgress {
       if (text) this.partialAnswer = text;
       return;
     }
+    const delta = MessageDelta.safeParse(value);
+    if (delta.success) {
+      const event = delta.data.assistantMessageEvent;
+      if (event.type === 'text_delta' && event.delta) {
+        this.deltaText += event.delta;
+        this.partialAnswer = this.deltaText;
+      }
+      return;
+    }
+    const start = MessageStart.safeParse(value);
+    if (start.success && start.data.message.role === 'assistant') this.deltaText = '';
     if (AgentEnd.safeParse(value).success) {
       this.ended = true;
       return;

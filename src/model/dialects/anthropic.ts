@@ -157,9 +157,9 @@ export const anthropic: DialectModule = {
     return req;
   },
 
-  errorResponse(status: number, message: string): ErrorResponse {
+  errorResponse(status: number, message: string, retryable = false): ErrorResponse {
     return {
-      headers: { 'x-should-retry': 'false', 'request-id': `req_scripted_${status}` },
+      headers: { 'x-should-retry': retryable ? 'true' : 'false', 'request-id': `req_scripted_${status}` },
       body: { type: 'error', error: { type: anthropicErrorType(status), message } },
     };
   },
