@@ -61,3 +61,39 @@ export function nodeRequirement(cliRealPath: string): { name: string; nodeRange:
   const floor = pkg ? engineFloor(pkg.nodeRange) : null;
   return pkg && floor ? { ...pkg, floor } : null;
 }
+
+const PackageBin = z.object({ version: z.string(), bin: z.union([z.string(), z.record(z.string(), z.string())]).optional() });
+
+/**
+ * The version of a Node CLI read from the package that installed it, when `cliRealPath` is one of
+ * that package's own `bin` scripts: no process to start. `--version` starts the whole CLI (1 s of
+ * CPU for Claude Code 2.1.29), and 16 sessions started at once on a busy 2-core machine took over
+ * 30 s each to answer it (measured), failing their starts. null: ask the binary.
+ */
+export function packageVersion(cliRealPath: string): string | null {
+  if (!runsOnNode(cliRealPath)) return null;
+  let dir = path.dirname(cliRealPath);
+  for (let i = 0; i < 8; i++) {
+    let text: string | null = null;
+    try {
+      text = readFileSync(path.join(dir, 'package.json'), 'utf8');
+    } catch {
+      // no package.json here: look further up
+    }
+    if (text !== null) {
+      let parsed;
+      try {
+        parsed = PackageBin.safeParse(JSON.parse(text));
+      } catch {
+        return null;
+      }
+      if (!parsed.success || !/^\d+\.\d+\.\d+(?:[-+][\w.]+)?$/.test(parsed.data.version)) return null;
+      const bins = typeof parsed.data.bin === 'string' ? [parsed.data.bin] : Object.values(parsed.data.bin ?? {});
+      return bins.some((b) => path.resolve(dir, b) === cliRealPath) ? parsed.data.version : null;
+    }
+    const up = path.dirname(dir);
+    if (up === dir) return null;
+    dir = up;
+  }
+  return null;
+}

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { CalError } from '../errors.js';
 import type { FileIdentity, PinnedCli } from '../handles/schema.js';
 import { packagePath } from '../util/package-root.js';
-import { nodeRequirement } from './cli-node.js';
+import { nodeRequirement, packageVersion } from './cli-node.js';
 import { compareVersions } from './versions.js';
 
 /** Finds an executable on PATH (or takes the given path) and returns its real path. */
@@ -66,7 +66,7 @@ export async function pinCli(
 ): Promise<PinnedCli> {
   await checkCliNode(found.realPath, env);
   const identity = fileIdentity(found.realPath);
-  const version = await versionOf(found.realPath, env);
+  const version = packageVersion(found.realPath) ?? (await versionOf(found.realPath, env));
   return { path: found.path, realPath: found.realPath, version, ...(identity ? { identity } : {}) };
 }
 
@@ -92,7 +92,7 @@ export async function checkPinned(
   const now = fileIdentity(pinned.realPath);
   if (!now) throw gone();
   if (pinned.identity && sameIdentity(pinned.identity, now)) return pinned;
-  const version = await versionOf(pinned.realPath, env);
+  const version = packageVersion(pinned.realPath) ?? (await versionOf(pinned.realPath, env));
   if (version !== pinned.version) {
     throw new CalError('cli_missing', `${name} at ${pinned.realPath} is now version ${version}, but this handle is pinned to ${pinned.version}: reinstall ${pinned.version} or start a new session`);
   }

@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { engineFloor, nodeRequirement } from '../../src/adapters/cli-node.js';
+import { engineFloor, nodeRequirement, packageVersion } from '../../src/adapters/cli-node.js';
 import { pinCli } from '../../src/adapters/resolve.js';
 import { CalError } from '../../src/errors.js';
 
@@ -52,5 +52,39 @@ describe('the Node a CLI runs on', () => {
     const native = fakeCli('>=99.0.0', '#!/bin/sh');
     expect(nodeRequirement(native)).toBeNull();
     expect((await pinCli({ path: native, realPath: native }, env)).version).toBe('1.2.3');
+  });
+});
+
+describe('a Node CLI pinned by its package version (no --version process)', () => {
+  function pkgCli(bin: unknown, version = '9.9.9', shebang = '#!/usr/bin/env node'): string {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'cal-cli-version-'));
+    roots.push(root);
+    mkdirSync(path.join(root, 'dist'), { recursive: true });
+    writeFileSync(path.join(root, 'package.json'), JSON.stringify({ name: 'some-cli', version, ...(bin === undefined ? {} : { bin }) }));
+    const file = path.join(root, 'dist', 'cli.js');
+    // Says another version, and exits 1: the package's version is taken without running it.
+    writeFileSync(file, `${shebang}\nconsole.log('1.0.0'); process.exit(1);\n`);
+    chmodSync(file, 0o755);
+    return file;
+  }
+
+  it("reads the version of the package whose bin is this file, for a bin map or a single bin", () => {
+    expect(packageVersion(pkgCli({ some: 'dist/cli.js' }))).toBe('9.9.9');
+    expect(packageVersion(pkgCli('./dist/cli.js', '2.1.29'))).toBe('2.1.29');
+  });
+
+  it('asks the binary when the file is not the package bin, is native, or the version is not a release', () => {
+    expect(packageVersion(pkgCli({ other: 'dist/other.js' }))).toBeNull();
+    expect(packageVersion(pkgCli(undefined))).toBeNull();
+    expect(packageVersion(pkgCli({ some: 'dist/cli.js' }, '9.9.9', '\x7fELF'))).toBeNull();
+    expect(packageVersion(pkgCli({ some: 'dist/cli.js' }, 'latest'))).toBeNull();
+  });
+
+  it('pinCli takes it without running the CLI', async () => {
+    const file = pkgCli({ some: 'dist/cli.js' });
+    const pinned = await pinCli({ path: file, realPath: file }, { PATH: process.env.PATH ?? '' }, async () => {
+      throw new Error('the CLI was run');
+    });
+    expect(pinned.version).toBe('9.9.9');
   });
 });
