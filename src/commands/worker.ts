@@ -24,7 +24,9 @@ export const command = defineCommand({
       const env: Record<string, string | undefined> = { ...process.env };
       // The worker is the fleet's machine: its own calls never go back through the fleet.
       delete env.CAL_FLEET;
-      const worker = await startFleetWorker({ connection: url, host: opts.host, slots, stateDir: global.stateDir, env, onReady: () => process.stderr.write(`cal: worker ${opts.host} ready\n`) });
+      // How soon a killed worker's jobs go back to its queue (BullMQ's lock); tests shorten it.
+      const lockMs = process.env.CAL_FLEET_LOCK_MS ? Number(process.env.CAL_FLEET_LOCK_MS) : undefined;
+      const worker = await startFleetWorker({ connection: url, host: opts.host, slots, stateDir: global.stateDir, env, lockMs, onReady: () => process.stderr.write(`cal: worker ${opts.host} ready\n`) });
       await new Promise<void>((resolve) => {
         const stop = () => {
           process.off('SIGTERM', stop);
