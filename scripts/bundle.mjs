@@ -16,7 +16,9 @@ import { build } from 'rolldown';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // Never reached from the bundle (the TUI is loaded by path). Should a module import them anyway,
 // they stay imports of node_modules: Ink cannot be turned into CommonJS (top-level await).
-const outside = /^(ink|react)(\/|$)/;
+// BullMQ and ioredis (the fleet, docs/fleet.md) stay packages: BullMQ reads its Lua scripts from
+// its own folder, and only a fleet call loads them.
+const outside = /^(ink|react|bullmq|ioredis)(\/|$)/;
 // util/package-root.js finds the package two folders above its chunk: dist/bin/ keeps that true.
 const outDir = path.join(root, 'dist', 'bin');
 rmSync(outDir, { recursive: true, force: true });
@@ -39,7 +41,7 @@ const baseModules = new Set(['errors.js', 'commands/spec.js', 'util/timing.js', 
 const cliTable = /commandModules[^=]*=\s*\{([\s\S]*?)\};/.exec(readFileSync(path.join(root, 'dist', 'cli.js'), 'utf8'))?.[1] ?? '';
 const commandEntries = new Set([...cliTable.matchAll(/import\('\.\/(commands\/[a-z-]+\.js)'\)/g)].map((m) => m[1]));
 if (commandEntries.size === 0) throw new Error('scripts/bundle.mjs: no command modules found in dist/cli.js commandModules');
-const ownChunks = /^(cli\.js|commands\/register\.js|adapters\/[^/]+\/|certify\/(?!types\.js)|model\/|tui\/|workflow\/)/;
+const ownChunks = /^(cli\.js|commands\/register\.js|adapters\/[^/]+\/|certify\/(?!types\.js)|model\/|tui\/|workflow\/|fleet\/)/;
 const zod = /[\\/]node_modules[\\/]zod[\\/]/;
 const isBase = (id) => own(id) && baseModules.has(relative(id));
 const isCore = (id) => zod.test(id) || (own(id) && !commandEntries.has(relative(id)) && !ownChunks.test(relative(id)));

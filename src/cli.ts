@@ -28,6 +28,7 @@ export const commandModules: Record<string, () => Promise<CommandModule>> = {
   run: () => import('./commands/run.js'),
   lock: () => import('./commands/lock.js'),
   recover: () => import('./commands/recover.js'),
+  worker: () => import('./commands/worker.js'),
   certify: () => import('./commands/certify.js'),
   demo: () => import('./commands/demo.js'),
   doctor: () => import('./commands/doctor.js'),
@@ -54,6 +55,7 @@ export function buildProgram(specs: readonly CommandSpec[], setExit: (code: numb
     .description('Continue a coding-agent session with one call, whatever CLI runs it and whatever happened to its terminal.')
     .version(calVersion(), '-V, --version')
     .option('--state-dir <dir>', 'state directory (default: $CAL_STATE_DIR or ~/.local/state/cal)')
+    .option('--fleet <url>', 'run through a fleet of cal workers on this Redis (default: $CAL_FLEET; docs/fleet.md)')
     .showSuggestionAfterError()
     // Commander's own error text is replaced by cal's one line (or JSON) in main().
     .configureOutput({ outputError: () => undefined })

@@ -21,6 +21,8 @@ export const exitCodes = {
   certification_failed: 15,
   /** The CLI release is below the adapter's proven floor, lacks a needed flag, or writes a transcript cal cannot read. */
   cli_unsupported: 16,
+  /** Through a fleet: the host that owns the session (or every worker, or Redis itself) stayed unreachable past the caller's bound. */
+  host_unavailable: 17,
 } as const;
 
 export type ErrorKind = keyof typeof exitCodes;

@@ -23,6 +23,7 @@ export type {
   EventKind,
   EventsOptions,
   ExpectedConfig,
+  FleetOptions,
   Handle,
   HandleRef,
   HandleSummary,

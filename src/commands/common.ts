@@ -4,7 +4,15 @@ import { toCalError } from '../errors.js';
 import type { LiveOutput } from './progress.js';
 import { readUserFileSync } from '../util/user-file.js';
 
+import type { GlobalOptions } from './spec.js';
+import type { OpenOptions } from '../index.js';
+
 export type { GlobalOptions } from './spec.js';
+
+/** The library's options for a command: its state directory, or the fleet `--fleet` names (else CAL_FLEET, read by the library). */
+export function openOptions(global: GlobalOptions): OpenOptions {
+  return { stateDir: global.stateDir, ...(global.fleet ? { fleet: { connection: global.fleet } } : {}) };
+}
 
 export interface OutputOptions {
   json?: boolean;
@@ -87,13 +95,14 @@ export function renderTurn({ handle, turn }: TurnResult, opts: OutputOptions, fa
   // Once per command, on stderr in either mode: the answer on stdout stays the answer alone.
   if (uncertified) process.stderr.write(`cal: note: ${uncertified}\n`);
   if (opts.json) {
-    const out: Record<string, unknown> = { handle: handle.id, turn: turnJson(turn) };
+    const out: Record<string, unknown> = { handle: handle.id, ...(handle.host ? { host: handle.host } : {}), turn: turnJson(turn) };
     if (uncertified) out.uncertifiedCli = { version: handle.provider.cli?.version, newestCertified: handle.provider.cli?.newestCertified ?? null, message: uncertified };
     if (failure) out.error = failure.toJSON();
     process.stdout.write(JSON.stringify(out) + '\n');
   } else {
     if (turn.answer !== null && turn.status === 'completed') process.stdout.write(turn.answer.endsWith('\n') ? turn.answer : `${turn.answer}\n`);
     process.stderr.write(`handle: ${handle.id}\n`);
+    if (handle.host) process.stderr.write(`host: ${handle.host}\n`);
     if (failure) process.stderr.write(`cal: ${failure.kind}: ${failure.message}\n`);
   }
   return failure ? failure.exitCode : 0;

@@ -1,6 +1,6 @@
 import { openSessions, toolPolicies, transports } from '../index.js';
 import { parseHandleRef } from '../state/store.js';
-import { checkSystemPromptFlags, parseSeconds, cancelOnInterrupt, parseWait, readMessage, renderError, renderTurnCall, systemPromptOf } from './common.js';
+import { checkSystemPromptFlags, parseSeconds, cancelOnInterrupt, parseWait, readMessage, renderError, renderTurnCall, systemPromptOf, openOptions } from './common.js';
 import { liveOutput } from './progress.js';
 import { defineCommand } from './spec.js';
 
@@ -21,6 +21,7 @@ export const command = defineCommand({
     transport: { value: '<kind>', help: 'expected transport (non_applicable if the handle runs on another: a handle keeps its transport)', choices: transports },
     wait: { value: '[seconds]', help: 'wait in line while another continuation runs, forever or --wait=S seconds (default: fail with busy)' },
     timeout: { value: '<seconds>', help: 'give up waiting for the end of the turn after this long' },
+    hostWait: { value: '<seconds>', help: 'through a fleet: how long to wait for the host to be up before host_unavailable (default 30)' },
     events: { help: 'stream lifecycle events as NDJSON on stderr' },
     stream: { help: "print the assistant's text and tool activity as the CLI records them (NDJSON events with --json)" },
     json: { help: 'print one JSON object on stdout' },
@@ -31,7 +32,7 @@ export const command = defineCommand({
       checkSystemPromptFlags(opts);
       const message = await readMessage(messageArg);
       const wait = parseWait(opts.wait);
-      const sessions = await openSessions({ stateDir: global.stateDir });
+      const sessions = await openSessions(openOptions(global));
       const live = await liveOutput(opts, 'sending');
       return await renderTurnCall(
         async () =>
@@ -44,6 +45,7 @@ export const command = defineCommand({
             transport: opts.transport,
             wait,
             timeoutSeconds: opts.timeout ? parseSeconds(opts.timeout, '--timeout') : undefined,
+            hostWaitSeconds: opts.hostWait ? parseSeconds(opts.hostWait, '--host-wait') : undefined,
             onEvent: live.onEvent,
             onProgress: live.onProgress,
             signal: cancelOnInterrupt(),

@@ -1,5 +1,5 @@
 import { startRecordedContinuation } from '../sessions/early-start.js';
-import { commandIndex, stateDirArg } from '../cli-argv.js';
+import { commandIndex, fleetArg, stateDirArg } from '../cli-argv.js';
 
 /**
  * What cal's entry (bin/cal.cjs) runs before the command line loads: for `cal continue <handle
@@ -11,6 +11,7 @@ export function startEarly(argv: readonly string[], env: NodeJS.ProcessEnv): voi
   const args = argv.slice(2);
   const at = commandIndex(args);
   const ref = args[at + 1];
-  if (at === -1 || args[at] !== 'continue' || ref === undefined) return;
+  // Through a fleet the turn runs on the handle's host: nothing starts here.
+  if (at === -1 || args[at] !== 'continue' || ref === undefined || fleetArg(args, env)) return;
   startRecordedContinuation(stateDirArg(args), ref, env);
 }

@@ -1,6 +1,6 @@
 import { openSessions } from '../index.js';
 import { stdoutClosed } from '../util/closed-pipe.js';
-import { renderError } from './common.js';
+import { renderError, openOptions } from './common.js';
 import { defineCommand } from './spec.js';
 
 export const command = defineCommand({
@@ -12,7 +12,7 @@ export const command = defineCommand({
   },
   async run([ref], opts, global) {
     try {
-      const sessions = await openSessions({ stateDir: global.stateDir });
+      const sessions = await openSessions(openOptions(global));
       for await (const event of sessions.events(ref, { follow: opts.follow === true, signal: stdoutClosed })) process.stdout.write(JSON.stringify(event) + '\n');
       return 0;
     } catch (err) {

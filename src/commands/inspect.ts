@@ -3,7 +3,7 @@ import { listCertifications } from '../certify/results.js';
 import { liveCertificationOnly } from '../certify/scope.js';
 import type { InspectSource } from '../tui/source.js';
 import { age, certificationText, eventDetail, oneLine, screenTail, splitPanes, toolLine } from '../tui/format.js';
-import { renderError, uncertifiedCliText } from './common.js';
+import { renderError, uncertifiedCliText, openOptions } from './common.js';
 import { defineCommand } from './spec.js';
 import { createRequire } from 'node:module';
 import { packagePath } from '../util/package-root.js';
@@ -33,7 +33,7 @@ export const command = defineCommand({
   },
   async run([ref], opts, global) {
     try {
-      const sessions = await openSessions({ stateDir: global.stateDir });
+      const sessions = await openSessions(openOptions(global));
       if (!opts.json && process.stdout.isTTY && process.stdin.isTTY) {
         // A bad reference fails here, as a plain typed error, before the terminal is taken over.
         if (ref !== undefined) await sessions.inspect(ref, { screen: false });
@@ -41,9 +41,9 @@ export const command = defineCommand({
         return await runTui({ source: tuiSource(sessions), ref, stateDir: sessions.stateDir });
       }
       if (ref === undefined) {
-        const { handles, certifications, unreadable } = await sessions.inspect();
+        const { handles, certifications, unreadable, hosts } = await sessions.inspect();
         if (opts.json) {
-          process.stdout.write(JSON.stringify({ handles: handles.map(({ handle, lastTurn }) => ({ ...handle, lastTurn })), certifications, unreadable }) + '\n');
+          process.stdout.write(JSON.stringify({ handles: handles.map(({ handle, lastTurn }) => ({ ...handle, lastTurn })), certifications, unreadable, ...(hosts ? { hosts } : {}) }) + '\n');
         } else {
           // A handle file that cannot be read is reported (on stderr), never left out in silence.
           for (const u of unreadable) process.stderr.write(`cal: unreadable handle ${u.file}${u.name ? ` (name ${u.name})` : ''}: ${u.reason}\n`);

@@ -1,5 +1,5 @@
 import { openSessions } from '../index.js';
-import { renderError } from './common.js';
+import { renderError, openOptions } from './common.js';
 import { defineCommand } from './spec.js';
 
 export const command = defineCommand({
@@ -11,7 +11,7 @@ export const command = defineCommand({
   },
   async run([ref], opts, global) {
     try {
-      const sessions = await openSessions({ stateDir: global.stateDir });
+      const sessions = await openSessions(openOptions(global));
       const handle = await sessions.killTmux(ref);
       if (opts.json) process.stdout.write(JSON.stringify({ handle: handle.id, status: handle.provider.status }) + '\n');
       else process.stderr.write(`handle: ${handle.id}\n`);

@@ -1,5 +1,5 @@
 import { exitCodes, openSessions, type CalEvent, type RecoverItem } from '../index.js';
-import { eventPrinter, parseSeconds, renderError } from './common.js';
+import { eventPrinter, parseSeconds, renderError, openOptions } from './common.js';
 import { createProgress, spinnerWanted } from './progress.js';
 import { defineCommand } from './spec.js';
 
@@ -20,7 +20,7 @@ export const command = defineCommand({
   },
   async run(_args, opts, global) {
     try {
-      const sessions = await openSessions({ stateDir: global.stateDir });
+      const sessions = await openSessions(openOptions(global));
       const progress = await createProgress({ json: opts.json, initial: 'recovering' });
       const spinning = spinnerWanted({ json: opts.json });
       const printEvent = eventPrinter(opts);

@@ -1,6 +1,6 @@
 import { openSessions } from '../index.js';
 import { parseHandleRef } from '../state/store.js';
-import { renderError } from './common.js';
+import { renderError, openOptions } from './common.js';
 import { defineCommand } from './spec.js';
 
 /**
@@ -19,7 +19,7 @@ export const command = defineCommand({
   async run([ref], opts, global) {
     try {
       parseHandleRef(ref);
-      const sessions = await openSessions({ stateDir: global.stateDir });
+      const sessions = await openSessions(openOptions(global));
       const { handle, panesEnded } = await sessions.remove(ref, { force: opts.force === true });
       if (opts.json) process.stdout.write(JSON.stringify({ removed: handle.id, name: handle.name, panesEnded }) + '\n');
       else process.stderr.write(`removed: ${handle.id}${handle.name ? ` (${handle.name})` : ''}\n`);

@@ -1,6 +1,6 @@
 import { CalError, openSessions, TurnError } from '../index.js';
 import { parseHandleRef } from '../state/store.js';
-import { renderError, renderTurn } from './common.js';
+import { renderError, renderTurn, openOptions } from './common.js';
 import { defineCommand } from './spec.js';
 
 /**
@@ -21,7 +21,7 @@ export const command = defineCommand({
   async run([ref], opts, global) {
     try {
       parseHandleRef(ref);
-      const sessions = await openSessions({ stateDir: global.stateDir });
+      const sessions = await openSessions(openOptions(global));
       const detail = await sessions.inspect(ref, { screen: false });
       const turn = opts.turn === undefined ? detail.turns.at(-1) : detail.turns.find((t) => t.id === opts.turn);
       if (!turn) {

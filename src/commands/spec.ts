@@ -24,6 +24,8 @@ export interface ArgSpec {
 /** Options every command receives (declared on the program in src/cli.ts). */
 export interface GlobalOptions {
   stateDir?: string;
+  /** A fleet's Redis URL (docs/fleet.md): the command runs through the fleet's workers. */
+  fleet?: string;
 }
 
 type OptionValue<S extends OptionSpec> = S extends { readonly choices: readonly (infer C)[] }

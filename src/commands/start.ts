@@ -1,5 +1,5 @@
 import { CalError, openSessions, providerNames, toolPolicies, transports } from '../index.js';
-import { checkSystemPromptFlags, parseSeconds, cancelOnInterrupt, readMessage, renderError, renderTurnCall, systemPromptOf } from './common.js';
+import { checkSystemPromptFlags, parseSeconds, cancelOnInterrupt, readMessage, renderError, renderTurnCall, systemPromptOf, openOptions } from './common.js';
 import { liveOutput } from './progress.js';
 import { defineCommand } from './spec.js';
 
@@ -20,6 +20,7 @@ export const command = defineCommand({
     toolPolicy: { value: '<policy>', help: "what the CLI may do without asking: default (the CLI's own settings), read-only, accept-edits, bypass", choices: toolPolicies },
     cliPath: { value: '<path>', help: 'the CLI executable to pin (default: found on PATH)' },
     timeout: { value: '<seconds>', help: 'give up waiting for the end of the turn after this long' },
+    hostWait: { value: '<seconds>', help: 'through a fleet: how long to wait for the host to be up before host_unavailable (default 30)' },
     events: { help: 'stream lifecycle events as NDJSON on stderr' },
     stream: { help: "print the assistant's text and tool activity as the CLI records them (NDJSON events with --json)" },
     json: { help: 'print one JSON object on stdout' },
@@ -29,7 +30,7 @@ export const command = defineCommand({
       checkSystemPromptFlags(opts);
       if (opts.replace && opts.name === undefined) throw new CalError('usage', '--replace needs --name (the name to reuse)');
       const message = await readMessage(messageArg);
-      const sessions = await openSessions({ stateDir: global.stateDir });
+      const sessions = await openSessions(openOptions(global));
       const live = await liveOutput(opts, 'starting');
       return await renderTurnCall(
         async () =>
@@ -46,6 +47,7 @@ export const command = defineCommand({
             toolPolicy: opts.toolPolicy,
             cliPath: opts.cliPath,
             timeoutSeconds: opts.timeout ? parseSeconds(opts.timeout, '--timeout') : undefined,
+            hostWaitSeconds: opts.hostWait ? parseSeconds(opts.hostWait, '--host-wait') : undefined,
             onEvent: live.onEvent,
             onProgress: live.onProgress,
             signal: cancelOnInterrupt(),

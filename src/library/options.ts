@@ -16,6 +16,7 @@ const turnCall = {
   signal: z.custom<AbortSignal>((v) => typeof AbortSignal !== 'undefined' && v instanceof AbortSignal, 'an AbortSignal').optional(),
   onEvent: z.function().optional(),
   onProgress: z.function().optional(),
+  hostWaitSeconds: seconds.optional(),
 };
 const expected = {
   cwd: text.optional(),

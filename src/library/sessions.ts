@@ -37,13 +37,37 @@ import type {
  */
 export async function openSessions(options: OpenOptions = {}): Promise<Sessions> {
   const env = definedEnv(options.env ?? process.env);
+  const fleet = options.fleet ?? (env.CAL_FLEET ? { connection: env.CAL_FLEET } : undefined);
+  if (fleet) {
+    // Loaded only for a fleet: a call on one machine never loads BullMQ (docs/fleet.md).
+    const { openFleetSessions } = await import('../fleet/client.js');
+    return openFleetSessions(fleet);
+  }
+  return openLocalSessions({ ...options, env });
+}
+
+/**
+ * The sessions of this machine's state directory, whatever CAL_FLEET says: what a fleet worker
+ * runs its jobs on. Its tagged calls mark the turn they create, so a job run again finds it.
+ */
+export async function openLocalSessions(options: Omit<OpenOptions, 'fleet'> = {}): Promise<LocalSessions> {
+  const env = definedEnv(options.env ?? process.env);
   const store = await StateStore.open(resolveStateDir(options.stateDir, env));
   return new CalSessions(store, env);
 }
 
+export interface LocalSessions extends Sessions {
+  /** `start`, its turn tagged with `tag` (a correlation id). */
+  startTagged(options: StartOptions, tag: string): Promise<TurnResult>;
+  /** `continue`, its turn tagged with `tag`. */
+  continueTagged(ref: HandleRef, message: string, options: ContinueOptions, tag: string): Promise<TurnResult>;
+  /** The turn tagged with `tag` on any handle (the newest), with its handle, or null if none was ever created. */
+  findTagged(tag: string): Promise<TurnResult | null>;
+}
+
 type SessionProgress = NonNullable<StartRequest['onProgress']>;
 
-class CalSessions implements Sessions {
+class CalSessions implements LocalSessions {
   private readonly agents: AgentSessions;
 
   constructor(
@@ -57,13 +81,33 @@ class CalSessions implements Sessions {
     return this.store.layout.root;
   }
 
-  async start(o: StartOptions): Promise<TurnResult> {
+  startTagged(o: StartOptions, tag: string): Promise<TurnResult> {
+    return this.start(o, tag);
+  }
+
+  continueTagged(ref: HandleRef, message: string, o: ContinueOptions, tag: string): Promise<TurnResult> {
+    return this.continue(ref, message, o, tag);
+  }
+
+  async findTagged(tag: string): Promise<TurnResult | null> {
+    for (const handle of await this.store.listHandles()) {
+      const turn = (await this.store.listTurns(handle.id)).filter((t) => t.correlationId === tag).at(-1);
+      if (turn) return { handle, turn };
+    }
+    return null;
+  }
+
+  async close(): Promise<void> {
+    // Nothing to close on one machine: the state directory holds no open connection.
+  }
+
+  async start(o: StartOptions, tag?: string): Promise<TurnResult> {
     checkStartOptions(o);
     checkMessage(o.message);
     refuseAborted(o.signal);
     let result: Awaited<ReturnType<AgentSessions['start']>>;
     try {
-      result = await this.startSession(o);
+      result = await this.startSession(o, tag);
     } catch (err) {
       if (err instanceof CalError && err.handle && o.name !== undefined) await this.releaseName(err.handle, err.kind, o.onEvent as EventSink);
       throw err;
@@ -85,8 +129,9 @@ class CalSessions implements Sessions {
     await this.agents.workflowEvent(handle.id, 'name_released', { name: handle.name, reason: ending }, onEvent);
   }
 
-  private startSession(o: StartOptions): ReturnType<AgentSessions['start']> {
+  private startSession(o: StartOptions, tag: string | undefined): ReturnType<AgentSessions['start']> {
     return this.agents.start({
+      ...(tag === undefined ? {} : { correlationId: tag }),
       provider: o.provider,
       message: o.message,
       cwd: o.cwd,
@@ -105,12 +150,13 @@ class CalSessions implements Sessions {
     });
   }
 
-  async continue(ref: HandleRef, message: string, o: ContinueOptions = {}): Promise<TurnResult> {
+  async continue(ref: HandleRef, message: string, o: ContinueOptions = {}, tag?: string): Promise<TurnResult> {
     checkContinueOptions(o);
     const handleRef = refOf(ref);
     checkMessage(message);
     refuseAborted(o.signal);
     const result = await this.agents.continue({
+      ...(tag === undefined ? {} : { correlationId: tag }),
       ref: handleRef,
       message,
       cwd: o.cwd,

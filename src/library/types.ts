@@ -13,8 +13,8 @@ import type { ToolActivity, TurnRecord, TurnStatus } from '../state/turns.js';
 
 export type { ErrorKind, ProviderName, ToolPolicy, Transport, TurnStatus, ToolActivity, PaneView, HandleSummary, HandleView, RecoverAction, RecoverItem, CertificationSummary };
 
-/** An agent session handle as stored in the state directory (design §3). */
-export type Handle = AgentSessionHandle;
+/** An agent session handle as stored in the state directory (design §3); through a fleet, with the host that owns it. */
+export type Handle = AgentSessionHandle & { host?: string };
 
 /** One turn record (design §5): written before anything is sent, settled exactly once. */
 export type Turn = TurnRecord;
@@ -74,6 +74,8 @@ export interface TurnCallOptions {
   onEvent?: (event: CalEvent) => void;
   /** The current turn's text and tool activity, as the CLI records them. */
   onProgress?: (progress: TurnProgress) => void;
+  /** Through a fleet: how long to wait for the owning host (or, for a start, any worker) to be up before `host_unavailable` (default 30). */
+  hostWaitSeconds?: number;
 }
 
 export interface StartOptions extends TurnCallOptions {
@@ -146,6 +148,8 @@ export interface SessionList {
   certifications: CertificationSummary[];
   /** Handle files that do not parse (left untouched), with the name they still carry. */
   unreadable: Array<{ file: string; reason: string; name: string | null }>;
+  /** Through a fleet: every known host, and whether it answered. */
+  hosts?: Array<{ host: string; available: boolean }>;
 }
 
 /** `inspect(ref)`: one handle with its panes, turns and events, and what a person needs to look at it. */
@@ -233,7 +237,14 @@ export interface EventsOptions {
   pollMs?: number;
 }
 
+/** A fleet of cal workers (docs/fleet.md): the Redis URL they share (`redis://` or `rediss://`, with a password if it has one). */
+export interface FleetOptions {
+  connection: string;
+}
+
 export interface OpenOptions {
+  /** Run every call through a fleet of workers instead of this machine (default: `CAL_FLEET` of `env`). */
+  fleet?: FleetOptions;
   /** The state directory (default: `CAL_STATE_DIR` of `env`, else the XDG state dir `~/.local/state/cal`). */
   stateDir?: string;
   /** The environment handed to the CLIs (default: `process.env`). Secrets in it are never written. */
@@ -255,4 +266,6 @@ export interface Sessions {
   recover(options?: RecoverOptions): Promise<RecoverResult>;
   certify(options: CertifyOptions): Promise<CertifyResult>;
   events(ref: HandleRef, options?: EventsOptions): AsyncIterable<CalEvent>;
+  /** Releases what the object holds open (a fleet's Redis connections); nothing on one machine. */
+  close(): Promise<void>;
 }
