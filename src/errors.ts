@@ -21,6 +21,11 @@ export const exitCodes = {
   certification_failed: 15,
   /** The CLI release is below the adapter's proven floor, lacks a needed flag, or writes a transcript cal cannot read. */
   cli_unsupported: 16,
+  /**
+   * The message was sent and the CLI wrote to its session after it, but no record there can be
+   * matched to it: it may have been taken. Not "not taken" (turn_failed): do not resend blindly.
+   */
+  unconfirmed: 19,
 } as const;
 
 export type ErrorKind = keyof typeof exitCodes;

@@ -112,6 +112,12 @@ export interface TurnObserver {
   /** Records that matched no known shape (counted, never fatal). */
   readonly unknownRecords: number;
   /**
+   * Records the CLI wrote, by their own time, at or after the send while no record of the turn's
+   * message was found yet (any kind). None: the CLI took nothing; some: it wrote after the send,
+   * so cal cannot say the message was not taken. Unset where the observer has no send time.
+   */
+  readonly recordsSinceSend?: number;
+  /**
    * True while the running turn's last record is a request the model has not answered yet (the
    * prompt, or a tool result sent back), false while tools run or wait for a confirmation. Read
    * only for `CliAdapter.stallKeys`; an observer that does not know leaves it unset.

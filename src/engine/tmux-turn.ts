@@ -260,6 +260,14 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
       if (takeBound !== null && !recorded && cancelledAt === null && now - sentAt.getTime() > takeBound) {
         const screen = lastWords(await tmux.capture(location.paneId));
         await settle('idle');
+        if ((observer.recordsSinceSend ?? 0) > 0) {
+          // The CLI wrote after the send, but no prompt record cal can take for this message:
+          // it may well have the message, so "not taken" (resend) would be a guess.
+          throw new CalError(
+            'unconfirmed',
+            `${adapter.name} wrote ${observer.recordsSinceSend} transcript records after the message was sent, none of them a prompt cal can match to it: the message may have been taken; do not send it again before looking at the pane (cal inspect)${screen ? `: ${screen}` : ''}`,
+          );
+        }
         throw new CalError(
           'turn_failed',
           `${adapter.name} did not take the message within ${Math.round(takeBound / 1000)}s: it is not at its prompt (a dialog is open?)${screen ? `: ${screen}` : ''}; answer it in the pane (cal inspect, then a), then continue`,
