@@ -1,6 +1,6 @@
 import type { ToolActivity } from '../handles/tool-activity.js';
 import { olderThan, recordTime } from './record-time.js';
-import type { TurnObservation, TurnObserver } from './types.js';
+import type { PromptMatch, TurnObservation, TurnObserver } from './types.js';
 
 export type TurnEnd = 'completed' | 'failed' | 'interrupted' | 'lost';
 
@@ -26,6 +26,7 @@ export abstract class TranscriptTurnObserver<R> implements TurnObserver {
   constructor(
     message: string,
     private readonly notBefore?: Date,
+    private readonly match: PromptMatch = {},
   ) {
     this.needle = this.normalise(message);
   }
@@ -78,15 +79,16 @@ export abstract class TranscriptTurnObserver<R> implements TurnObserver {
 
   /**
    * Whether a prompt record (the adapter has checked it is a person's prompt, not context or a
-   * tool result) carries our message: its text is or contains ours, or, when the observer knows
-   * the send time, it is the first prompt the CLI recorded at or after the send. cal holds the
-   * handle's lock and owns the pane, so that prompt is the one it pasted, however the CLI
-   * transformed it (Claude Code stores a pasted path to an image as `[Image #1]` and the image).
-   * A record without a time of its own is matched by its text only.
+   * tool result) carries our message: its text is or contains ours, or (`firstPromptAfterSend`)
+   * it is the first prompt the CLI recorded at or after the send. cal sent it just now, holding
+   * the handle's lock, into a pane it owns, so that prompt is the one it sent, however the CLI
+   * transformed it (Claude Code and Codex store a pasted path to an image as `[Image #1]` and the
+   * image; Gemini replaces a path to any file with the file). A record without a time of its
+   * own is matched by its text only.
    */
   protected isOurPrompt(text: string): boolean {
     if (this.isOurs(text)) return true;
-    return this.notBefore !== undefined && this.recordAt !== null && this.recordAt >= this.notBefore.getTime();
+    return this.match.firstPromptAfterSend === true && this.notBefore !== undefined && this.recordAt !== null && this.recordAt >= this.notBefore.getTime();
   }
 
   protected begin(turnKey: string | null): void {

@@ -91,6 +91,16 @@ export type TurnObservation =
       error: string | null;
     };
 
+/** How an observer may know the turn's prompt record besides by its text. */
+export interface PromptMatch {
+  /**
+   * cal sent the message just now into a pane it owns, holding the handle's lock: the first
+   * prompt record the CLI writes at or after `notBefore` is this message, even when the CLI
+   * stored it transformed (an image path as an attachment). Never set for a turn followed again.
+   */
+  firstPromptAfterSend?: boolean;
+}
+
 export interface TurnObserver {
   /** Feed transcript records in file order. */
   feed(record: unknown): void;
@@ -234,7 +244,7 @@ export interface CliAdapter {
    * A fresh observer that recognises our message and the end of its turn. Records written
    * before `notBefore` (when given) are never taken for our message.
    */
-  observeTurn(message: string, notBefore?: Date): TurnObserver;
+  observeTurn(message: string, notBefore?: Date, match?: PromptMatch): TurnObserver;
   /** The text to paste for a message (e.g. guard a leading '/' or '!'). */
   pasteText(message: string): string;
   /**

@@ -126,7 +126,8 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
   let handle = req.handle;
   const location = handle.tmux as TmuxLocation;
   const tmux = req.tmux(location.socket);
-  const observer = adapter.observeTurn(text, sentAt);
+  // Sent now (not a turn followed again): the first prompt the CLI records after it is ours.
+  const observer = adapter.observeTurn(text, sentAt, { firstPromptAfterSend: mode !== 'paste' || pasted });
   const deadline = Date.now() + req.timeoutMs;
   let transcriptPath = handle.transcript?.path ?? null;
   let offset = handle.transcript?.offset ?? 0;

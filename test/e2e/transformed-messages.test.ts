@@ -42,6 +42,28 @@ describe.each(providers)('messages the CLI transforms, with the real %s', (provi
     const run = await suite.cal(['continue', handle, `'${shot}'`, '--timeout', '120']);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toMatch(/^Received: /);
+    // What reached the model (measured, docs/security.md): Claude Code and Codex attach the image
+    // (the text cal pasted is gone from the prompt), Gemini puts the file in, Pi sends the text.
+    const got = suite.server.turnRequests().at(-1)?.lastUserMessage ?? '';
+    if (provider === 'claude-code') expect(got).toBe(`[Image: source: ${shot}]`);
+    if (provider === 'codex') expect(got).toBe('[Image #1]');
+    if (provider === 'gemini') expect(got).toContain('--- End of content ---');
+    if (provider === 'pi') expect(got).toBe(`'${shot}'`);
+
+    // Only a path to a file that exists is attached: a missing image is sent as the text it is.
+    const missing = path.join(suite.root, 'missing.png');
+    const gone = await suite.cal(['continue', handle, `'${missing}'`, '--timeout', '120']);
+    expect(gone.code, gone.stderr).toBe(0);
+    expect(suite.server.turnRequests().at(-1)?.lastUserMessage).toBe(`'${missing}'`);
+    // A text file: attached by Gemini only.
+    const notes = path.join(suite.root, 'notes.txt');
+    await fs.writeFile(notes, 'plain notes\n');
+    const text = await suite.cal(['continue', handle, `'${notes}'`, '--timeout', '120']);
+    expect(text.code, text.stderr).toBe(0);
+    const gotText = suite.server.turnRequests().at(-1)?.lastUserMessage ?? '';
+    if (provider === 'gemini') expect(gotText).toContain('--- End of content ---');
+    else expect(gotText).toBe(`'${notes}'`);
+
     const after = await suite.cal(['continue', handle, 'What was the codeword?', '--timeout', '120']);
     expect(after.code, after.stderr).toBe(0);
     expect(after.stdout.trim()).toBe('The codeword was TANGO.');

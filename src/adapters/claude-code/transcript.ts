@@ -1,5 +1,6 @@
 import type { ToolActivity } from '../../handles/tool-activity.js';
 import { TranscriptTurnObserver } from '../turn-observer.js';
+import type { PromptMatch } from '../types.js';
 import {
   INTERRUPT_PREFIX,
   STOPPED_BY_HOOK_PREFIX,
@@ -82,8 +83,8 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
   /** When the transcript or the signal said the turn stopped, while its answer is not in yet. */
   private stoppedAt: number | null = null;
 
-  constructor(message: string, notBefore?: Date) {
-    super(message, notBefore);
+  constructor(message: string, notBefore?: Date, match?: PromptMatch) {
+    super(message, notBefore, match);
     this.ourText = normaliseForMatch(message);
   }
 
