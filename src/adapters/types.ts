@@ -91,6 +91,16 @@ export type TurnObservation =
       error: string | null;
     };
 
+/** How an observer may know the turn's prompt record besides by its text. */
+export interface PromptMatch {
+  /**
+   * cal sent the message just now into a pane it owns, holding the handle's lock: the first
+   * prompt record the CLI writes at or after `notBefore` is this message, even when the CLI
+   * stored it transformed (an image path as an attachment). Never set for a turn followed again.
+   */
+  firstPromptAfterSend?: boolean;
+}
+
 export interface TurnObserver {
   /** Feed transcript records in file order. */
   feed(record: unknown): void;
@@ -111,6 +121,12 @@ export interface TurnObserver {
   readonly partialAnswer: string;
   /** Records that matched no known shape (counted, never fatal). */
   readonly unknownRecords: number;
+  /**
+   * Records the CLI wrote, by their own time, at or after the send while no record of the turn's
+   * message was found yet (any kind). None: the CLI took nothing; some: it wrote after the send,
+   * so cal cannot say the message was not taken. Unset where the observer has no send time.
+   */
+  readonly recordsSinceSend?: number;
   /**
    * True while the running turn's last record is a request the model has not answered yet (the
    * prompt, or a tool result sent back), false while tools run or wait for a confirmation. Read
@@ -238,7 +254,7 @@ export interface CliAdapter {
    * A fresh observer that recognises our message and the end of its turn. Records written
    * before `notBefore` (when given) are never taken for our message.
    */
-  observeTurn(message: string, notBefore?: Date): TurnObserver;
+  observeTurn(message: string, notBefore?: Date, match?: PromptMatch): TurnObserver;
   /** The text to paste for a message (e.g. guard a leading '/' or '!'). */
   pasteText(message: string): string;
   /**

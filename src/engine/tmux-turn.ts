@@ -126,7 +126,8 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
   let handle = req.handle;
   const location = handle.tmux as TmuxLocation;
   const tmux = req.tmux(location.socket);
-  const observer = adapter.observeTurn(text, sentAt);
+  // Sent now (not a turn followed again): the first prompt the CLI records after it is ours.
+  const observer = adapter.observeTurn(text, sentAt, { firstPromptAfterSend: mode !== 'paste' || pasted });
   const deadline = Date.now() + req.timeoutMs;
   let transcriptPath = handle.transcript?.path ?? null;
   let offset = handle.transcript?.offset ?? 0;
@@ -260,6 +261,14 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
       if (takeBound !== null && !recorded && cancelledAt === null && now - sentAt.getTime() > takeBound) {
         const screen = lastWords(await tmux.capture(location.paneId));
         await settle('idle');
+        if ((observer.recordsSinceSend ?? 0) > 0) {
+          // The CLI wrote after the send, but no prompt record cal can take for this message:
+          // it may well have the message, so "not taken" (resend) would be a guess.
+          throw new CalError(
+            'unconfirmed',
+            `${adapter.name} wrote ${observer.recordsSinceSend} transcript records after the message was sent, none of them a prompt cal can match to it: the message may have been taken; do not send it again before looking at the pane (cal inspect)${screen ? `: ${screen}` : ''}`,
+          );
+        }
         throw new CalError(
           'turn_failed',
           `${adapter.name} did not take the message within ${Math.round(takeBound / 1000)}s: it is not at its prompt (a dialog is open?)${screen ? `: ${screen}` : ''}; answer it in the pane (cal inspect, then a), then continue`,

@@ -5,6 +5,7 @@ import type { CliAdapter, StartedStructuredTurn } from '../adapters/types.js';
 import { preflight } from '../engine/decision.js';
 import { checkMcpConfig } from '../engine/mcp-config.js';
 import { prepareMessage } from '../engine/message.js';
+import { wellFormedMessage } from '../util/well-formed.js';
 import { dirIdentity, hashFile, sha256 } from '../engine/stability.js';
 import { checkStability } from '../engine/stability.js';
 import { startStructuredTurn } from '../engine/structured-continuation.js';
@@ -43,7 +44,9 @@ export class AgentSessions {
     this.ctx = sessionContext(store, deps.tmux ?? realTmux, deps.adapter ?? loadCliAdapter);
   }
 
-  async start(req: StartRequest): Promise<TurnResult> {
+  async start(request: StartRequest): Promise<TurnResult> {
+    // Every caller's message (command line, library, plan) is made well-formed here, once.
+    const req = { ...request, message: wellFormedMessage(request.message) };
     const api = await loadApiAdapter(req.provider);
     const adapter = api ? null : await this.ctx.adapter(req.provider);
     // A CLI cal drives only through its JSON mode (Cursor, Agy) starts there without being told.
@@ -114,7 +117,8 @@ export class AgentSessions {
     return this.runTurn(handle, req.message, { ...req, waitSeconds: undefined }, req.correlationId ?? null);
   }
 
-  async continue(req: ContinueRequest): Promise<TurnResult> {
+  async continue(request: ContinueRequest): Promise<TurnResult> {
+    const req = { ...request, message: wellFormedMessage(request.message) };
     const handle = await this.store.loadHandle(req.ref);
     refuseOtherTransport(handle, req.transport);
     try {

@@ -1,7 +1,7 @@
 import { appendFileSync, chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { CliAdapter, LaunchRequest, SessionConfig, StallKeys, StartedStructuredTurn, StructuredRunRequest, StructuredStartRequest, StructuredTurnResult } from '../../src/adapters/types.js';
+import type { CliAdapter, LaunchRequest, PromptMatch, SessionConfig, StallKeys, StartedStructuredTurn, StructuredRunRequest, StructuredStartRequest, StructuredTurnResult } from '../../src/adapters/types.js';
 import { TranscriptTurnObserver } from '../../src/adapters/turn-observer.js';
 import type { TmuxControl, TmuxFactory } from '../../src/engine/tmux-control.js';
 import type { EngineHooks, PaneChange, ProviderEvent, TurnRequest } from '../../src/engine/types.js';
@@ -17,7 +17,7 @@ import { scratchDir, scratchDirSync } from './scratch.js';
  * pane is launched or pasted into, as the scripted test tells it to.
  *
  * Transcript records: {t:'user', text, key}, {t:'answer', text}, {t:'end'}, {t:'error', text},
- * {t:'interrupt'}, and anything else is a record of no known shape.
+ * {t:'interrupt'}, and anything else is a record of no known shape; any may carry `timestamp`.
  */
 export type FakeRecord = Record<string, unknown>;
 
@@ -210,7 +210,7 @@ class FakeObserver extends TranscriptTurnObserver<FakeRecord & { t: string }> {
   }
 
   protected whileWaiting(rec: FakeRecord & { t: string }): void {
-    if (rec.t === 'user' && this.isOurs(String(rec.text))) this.begin(String(rec.key ?? ''));
+    if (rec.t === 'user' && this.isOurPrompt(String(rec.text))) this.begin(String(rec.key ?? ''));
   }
 
   protected whileRunning(rec: FakeRecord & { t: string }): void {
@@ -263,8 +263,8 @@ export function fakeAdapter(cli: FakeCli, opts: FakeAdapterOptions = {}): CliAda
       const file = cli.transcript(req.sessionId);
       return existsSync(file) ? { path: file, sessionId: req.sessionId } : null;
     },
-    observeTurn(message: string, notBefore?: Date) {
-      return new FakeObserver(message, notBefore);
+    observeTurn(message: string, notBefore?: Date, match?: PromptMatch) {
+      return new FakeObserver(message, notBefore, match);
     },
     pasteText(message: string) {
       return message.startsWith('!') ? ` ${message}` : message;

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { CalError } from '../../errors.js';
 import type { PinnedCli } from '../../handles/schema.js';
 import { findExecutable, pinCli } from '../resolve.js';
-import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
+import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, PromptMatch, SessionConfig, TranscriptBinding } from '../types.js';
 import { compareVersions, pinSupported, type SupportedVersions } from '../versions.js';
 import { codexEnv, nativeCodexBinary, wrapperEnv } from './binary.js';
 import { commonOverrides, codexToolPolicies } from './config.js';
@@ -119,8 +119,8 @@ export const codexAdapter: CliAdapter = {
     return pick;
   },
 
-  observeTurn(message: string, notBefore?: Date) {
-    return new CodexTurnObserver(message, notBefore);
+  observeTurn(message: string, notBefore?: Date, match?: PromptMatch) {
+    return new CodexTurnObserver(message, notBefore, match);
   },
 
   pasteText(message: string): string {

@@ -7,7 +7,7 @@ import type { PinnedCli, ToolPolicy } from '../../handles/schema.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
 import { findExecutable, pinCli, readVersion } from '../resolve.js';
 import { pinSupported, type SupportedVersions } from '../versions.js';
-import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, StructuredRunRequest, StructuredTurnResult, TranscriptBinding } from '../types.js';
+import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, PromptMatch, SessionConfig, StructuredRunRequest, StructuredTurnResult, TranscriptBinding } from '../types.js';
 import { headlessArgv, runHeadlessTurn } from './headless.js';
 import { SESSION_HEADER, checkRetentionOff, geminiDir, isManagedGeminiHome, scriptedGeminiEnv } from './home.js';
 import { geminiMcpServers, prepareManagedHome, readUserSettings } from './managed-home.js';
@@ -255,8 +255,8 @@ export const geminiAdapter: CliAdapter = {
     return file ? { path: file, sessionId } : null;
   },
 
-  observeTurn(message: string, notBefore?: Date) {
-    return new GeminiTurnObserver(message, notBefore);
+  observeTurn(message: string, notBefore?: Date, match?: PromptMatch) {
+    return new GeminiTurnObserver(message, notBefore, match);
   },
 
   pasteText(message: string): string {

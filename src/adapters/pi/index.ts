@@ -5,7 +5,7 @@ import type { PinnedCli } from '../../handles/schema.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
 import { findExecutable, pinCli } from '../resolve.js';
 import { pinSupported, type SupportedVersions } from '../versions.js';
-import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
+import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, PromptMatch, SessionConfig, TranscriptBinding } from '../types.js';
 import { scriptedPiEnv } from './home.js';
 import { chosenFile, sessionFileFor, sessionFlags, piToolPolicies } from './launch.js';
 import { piStructured } from './structured.js';
@@ -92,8 +92,8 @@ export const piAdapter: CliAdapter = {
     return { path: file, sessionId: header.data.id };
   },
 
-  observeTurn(message: string, notBefore?: Date) {
-    return new PiTurnObserver(message, notBefore);
+  observeTurn(message: string, notBefore?: Date, match?: PromptMatch) {
+    return new PiTurnObserver(message, notBefore, match);
   },
 
   structured: piStructured,

@@ -32,6 +32,7 @@ import {
   type EventKind,
   type EventsOptions,
   type ExpectedConfig,
+  type FleetOptions,
   type Handle,
   type HandleRef,
   type HandleSummary,
@@ -68,7 +69,9 @@ function need(name: string): string {
 const provider: ProviderName = 'claude-code';
 const transport: Transport = 'tmux';
 const toolPolicy: ToolPolicy = toolPolicies[0];
-const open: OpenOptions = { stateDir: need('LIB_STATE'), env: process.env };
+// One machine here; a fleet (docs/fleet.md) would be opened with its Redis URL instead.
+const fleet: FleetOptions | undefined = process.env.LIB_FLEET ? { connection: process.env.LIB_FLEET } : undefined;
+const open: OpenOptions = { stateDir: need('LIB_STATE'), env: process.env, ...(fleet ? { fleet } : {}) };
 const sessions: Sessions = await openSessions(open);
 
 const events: EventKind[] = [];
