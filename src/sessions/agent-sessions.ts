@@ -267,7 +267,7 @@ export class AgentSessions {
   async list(): Promise<HandleSummary[]> {
     const out: HandleSummary[] = [];
     for (const handle of await this.store.listHandles()) {
-      out.push({ handle, lastTurn: await this.store.lastTurn(handle.id) });
+      out.push({ handle, lastTurn: await this.store.lastTurn(handle.id), paneAlive: await transportAlive(handle.provider, this.ctx.tmux) });
     }
     return out;
   }

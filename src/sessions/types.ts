@@ -124,6 +124,8 @@ export interface CancelOutcome {
 export interface HandleSummary {
   handle: AgentSessionHandle;
   lastTurn: TurnRecord | null;
+  /** Whether the session's current tmux pane is alive (false for one without a pane). */
+  paneAlive: boolean;
 }
 
 /** What a turn needs of the caller beyond its record: environment, time limit and listeners. */

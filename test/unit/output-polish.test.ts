@@ -27,7 +27,7 @@ describe('output polish', () => {
       expect(s.code, s.stderr).toBe(0);
     }
     const list = (await cal('inspect')).stdout.trimEnd().split('\n');
-    expect(list[0]).toMatch(/^HANDLE +NAME +PROVIDER +CLI +STATUS +LAST TURN +UPDATED$/);
+    expect(list[0]).toMatch(/^HANDLE +NAME +PROVIDER +CLI +TRANSPORT +PANE +STATUS +LAST TURN +UPDATED +CWD$/);
     expect(list).toHaveLength(3);
     const col = (line: string, word: string) => line.indexOf(word);
     expect(col(list[1]!, 'cursor')).toBe(col(list[0]!, 'PROVIDER'));
