@@ -202,7 +202,7 @@ describe('cal inspect in a real terminal, and cal continue without Ink', () => {
     await viewer(['send-keys', '-t', 'viewer', 'Escape']);
     await waitForScreen('viewer', (s) => s.includes('cal inspect · 1 handle') && s.includes('enter open'), 'the handle list');
     const listed = await capture('viewer');
-    expect(listed).toMatch(new RegExp(`› ${handle}\\s+viewed\\s+claude-code\\s+2\\.1\\.328\\s+\\w+\\s+completed \\d+[sm]\\s+\\d+[sm]`));
+    expect(listed).toMatch(new RegExp(`› ${handle}\\s+viewed\\s+claude-code\\s+tmux alive\\s+idle\\s+completed \\d+[sm]\\s+\\S+`));
     await viewer(['send-keys', '-t', 'viewer', 'q']);
     expect(await exitOf(log)).toBe('0');
   });
