@@ -82,6 +82,13 @@ function cancelScenarios(provider: SuiteProvider, transport: 'tmux' | 'structure
         expect(run.code).toBe(2);
         expect(run.stderr).toMatch(/^cal: usage: cal attach needs a terminal .*run: tmux -S \S+ attach-session -t /m);
       });
+
+      it('attach when the pane is gone: says so and suggests cal continue', async () => {
+        expect((await s.cal(['kill-tmux', handle])).code).toBe(0);
+        const run = await s.cal(['attach', handle]);
+        expect(run.code, run.stderr).toBe(3);
+        expect(run.stderr).toMatch(/^cal: not_found: handle \S+ has no live pane \(it ended\); cal continue \S+ "<message>" resumes the session in a new one$/m);
+      });
     } else {
       it('attach on a structured session: non_applicable', async () => {
         const run = await s.cal(['attach', handle]);
