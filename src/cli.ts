@@ -22,6 +22,8 @@ export const commandModules: Record<string, () => Promise<CommandModule>> = {
   continue: () => import('./commands/continue.js'),
   'kill-tmux': () => import('./commands/kill-tmux.js'),
   remove: () => import('./commands/remove.js'),
+  cancel: () => import('./commands/cancel.js'),
+  attach: () => import('./commands/attach.js'),
   inspect: () => import('./commands/inspect.js'),
   show: () => import('./commands/show.js'),
   events: () => import('./commands/events.js'),

@@ -11,6 +11,8 @@ export { providerNames, toolPolicies, transports } from './handles/schema.js';
 export type {
   AskOptions,
   CalEvent,
+  CancelOptions,
+  CancelResult,
   CertId,
   CertificationSummary,
   CertifyOptions,

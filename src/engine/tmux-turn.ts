@@ -36,6 +36,13 @@ const RESUBMIT_AFTER_MS = 3000;
 const INTERRUPT_DEATH_MS = 1000;
 /** After a cancel, how long the CLI has to record its own interrupt before cal settles the turn. */
 const CANCEL_GRACE_MS = 10_000;
+/**
+ * The same for a turn with nothing streamed yet that records nothing after the Escape: a request
+ * the model has not begun to answer is dropped without a record by some CLIs (Claude Code 2.x
+ * writes no interrupt then, measured in issue 41), so waiting the whole grace proves nothing.
+ * Anything the CLI records after the Escape brings the full grace back.
+ */
+const QUIET_CANCEL_GRACE_MS = 1500;
 
 type Mode = 'fresh' | 'resume' | 'paste';
 
@@ -142,6 +149,7 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
   let paneProcessStart = panePid !== undefined && (paneCheckedAt > 0 || mode !== 'paste') ? processStartTime(panePid) : null;
   const paneProcessRuns = () => panePid !== undefined && paneProcessStart !== null && processRuns(panePid, paneProcessStart);
   let cancelledAt: number | null = null;
+  let quietAtCancel = false;
   let fedRecords = 0;
   // When the CLI last wrote a record (or cal last pressed the adapter's stall keys).
   let lastRecordAt = Date.now();
@@ -292,9 +300,11 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
       // Cancelled as Ctrl-C would: interrupt the CLI the way a person at the pane does, and let
       // it record the interrupt, so the turn is settled from the transcript.
       cancelledAt = Date.now();
+      quietAtCancel = observer.partialAnswer === '' && observer.tools.length === 0;
       await tmux.sendKeys(location.paneId, ['Escape']);
     }
-    if (cancelledAt !== null && Date.now() - cancelledAt > CANCEL_GRACE_MS) {
+    const grace = quietAtCancel && cancelledAt !== null && lastRecordAt < cancelledAt ? QUIET_CANCEL_GRACE_MS : CANCEL_GRACE_MS;
+    if (cancelledAt !== null && Date.now() - cancelledAt > grace) {
       await settle('idle');
       return {
         handle,

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import type { ProviderHandle, TmuxLocation } from '../handles/schema.js';
 import { endTagged } from '../util/tagged-processes.js';
 import { TmuxServer } from '../tmux/tmux.js';
@@ -51,6 +52,25 @@ export async function transportScreen(handle: ProviderHandle, lines = 50, tmux: 
 export function attachArgv(handle: ProviderHandle): string[] | null {
   if (!handle.tmux) return null;
   return ['tmux', '-S', handle.tmux.socket, 'attach-session', '-t', `=${handle.tmux.session}`];
+}
+
+/**
+ * Runs the attach on this process's terminal and waits for the detach (or a failure); its exit
+ * status. cal's tmux server is not the one the user may be sitting in: attaching from inside tmux
+ * is a deliberate nesting, so tmux's own guard variables are dropped for the child.
+ */
+export function attachTerminal(handle: ProviderHandle): Promise<number> {
+  const argv = attachArgv(handle);
+  if (!argv) return Promise.resolve(1);
+  const env = { ...process.env };
+  delete env.TMUX;
+  delete env.TMUX_PANE;
+  return new Promise((resolve) => {
+    const [cmd, ...args] = argv as [string, ...string[]];
+    const child = spawn(cmd, args, { stdio: 'inherit', env });
+    child.on('error', () => resolve(127));
+    child.on('exit', (code) => resolve(code ?? 1));
+  });
 }
 
 /**

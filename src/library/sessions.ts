@@ -10,6 +10,8 @@ import { checkHistory, checkMessage, recordedConversation, splitHistory } from '
 import type {
   AskOptions,
   CalEvent,
+  CancelOptions,
+  CancelResult,
   CertId,
   CertifyOptions,
   CertifyResult,
@@ -245,6 +247,14 @@ class CalSessions implements LocalSessions {
     const { recoverRuns } = await import('../workflow/runner.js');
     const runs = await recoverRuns(this.store, this.agents, { env: this.env, dryRun: o.dryRun, onEvent });
     return { dryRun: Boolean(o.dryRun), turns, runs };
+  }
+
+  async attach(ref: HandleRef): Promise<number> {
+    return this.agents.attach(refOf(ref));
+  }
+
+  async cancel(ref: HandleRef, o: CancelOptions = {}): Promise<CancelResult> {
+    return this.agents.cancel(refOf(ref), { env: this.env, timeoutSeconds: o.timeoutSeconds, onEvent: o.onEvent as EventSink });
   }
 
   async certify(o: CertifyOptions): Promise<CertifyResult> {

@@ -1,6 +1,6 @@
 import type { ErrorKind } from '../errors.js';
 import type { AgentSessionHandle, ProviderName, ToolPolicy, Transport } from '../handles/schema.js';
-import type { HandleSummary, HandleView, PaneView, RecoverAction, RecoverItem } from '../sessions/agent-sessions.js';
+import type { CancelOutcome, HandleSummary, HandleView, PaneView, RecoverAction, RecoverItem } from '../sessions/agent-sessions.js';
 import type { CertificationSummary } from '../certify/results.js';
 import type { certify as runCertifications } from '../certify/runner.js';
 import type { ToolActivity, TurnRecord, TurnStatus } from '../state/turns.js';
@@ -217,6 +217,20 @@ export interface CertifyResult {
   savedTo: string;
 }
 
+export interface CancelOptions {
+  /** How long recover may follow a turn whose cal is gone (as `recover`'s timeoutSeconds). */
+  timeoutSeconds?: number;
+  onEvent?: (event: CalEvent) => void;
+}
+
+/**
+ * What `cancel` did (design §6): `cancelled` (the cal running the turn interrupted its CLI and
+ * settled it `interrupted`), `already_ended` (the turn ended otherwise first), `recovered` (its
+ * cal was gone: settled as `recover` settles it, `recovered` says how) or `idle` (nothing was in
+ * flight; nothing was done). `turn` is the turn's record as it ended, null when idle.
+ */
+export type CancelResult = CancelOutcome;
+
 export interface RemoveOptions {
   /** Remove even while a turn is in flight (another call holds the handle, or a turn never settled). */
   force?: boolean;
@@ -264,6 +278,13 @@ export interface Sessions {
   inspect(): Promise<SessionList>;
   inspect(ref: HandleRef, options?: InspectOptions): Promise<SessionDetail>;
   recover(options?: RecoverOptions): Promise<RecoverResult>;
+  /**
+   * Attaches this process's terminal to the session's live pane until the user detaches (tmux's
+   * exit status). `non_applicable` for a structured or API session, `not_found` when the pane is gone.
+   */
+  attach(ref: HandleRef): Promise<number>;
+  /** Cancels the turn in flight on a handle, whichever process runs it (see CancelResult). */
+  cancel(ref: HandleRef, options?: CancelOptions): Promise<CancelResult>;
   certify(options: CertifyOptions): Promise<CertifyResult>;
   events(ref: HandleRef, options?: EventsOptions): AsyncIterable<CalEvent>;
   /** Releases what the object holds open (a fleet's Redis connections); nothing on one machine. */

@@ -11,7 +11,7 @@ import { checkStability } from '../engine/stability.js';
 import { startStructuredTurn } from '../engine/structured-continuation.js';
 import { discardEarlyLaunch } from '../adapters/early-launch.js';
 import type { TmuxFactory } from '../engine/tmux-control.js';
-import { attachArgv, killPaneNamed, killTransport, pressKeys, realTmux, shutdownTransports, transportAlive, transportScreen } from '../engine/transport.js';
+import { attachArgv, attachTerminal, killPaneNamed, killTransport, pressKeys, realTmux, shutdownTransports, transportAlive, transportScreen } from '../engine/transport.js';
 import { CalError, toCalError } from '../errors.js';
 import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleName, ToolPolicy, toolPolicies, Transport, type ProviderHandle, type ProviderName } from '../handles/schema.js';
 import type { HeldLock } from '../state/lock.js';
@@ -24,10 +24,11 @@ import { tmuxSocketFor } from '../engine/tmux-socket.js';
 import { recover, settleEarlierTurns } from './recovery.js';
 import { removeHandle, type RemoveResult } from './remove-handle.js';
 import { newTurn } from './turn-journal.js';
-import type { ContinueRequest, ExecOptions, HandleSummary, HandleView, RecoverItem, RecoverRequest, StartRequest, TurnResult } from './types.js';
+import { cancelTurn, watchCancelRequests } from './cancel-turn.js';
+import type { CancelOutcome, ContinueRequest, ExecOptions, HandleSummary, HandleView, RecoverItem, RecoverRequest, StartRequest, TurnResult } from './types.js';
 
 export type { RemoveResult } from './remove-handle.js';
-export type { ContinueRequest, HandleSummary, HandleView, PaneView, RecoverAction, RecoverItem, RecoverRequest, StartRequest, TurnResult } from './types.js';
+export type { CancelOutcome, ContinueRequest, HandleSummary, HandleView, PaneView, RecoverAction, RecoverItem, RecoverRequest, StartRequest, TurnResult } from './types.js';
 export { handleLockName } from './context.js';
 
 /**
@@ -241,6 +242,22 @@ export class AgentSessions {
     return attachArgv((await this.store.loadHandle(ref)).provider);
   }
 
+  /**
+   * Attaches this process's terminal to the session's live pane until the user detaches; tmux's
+   * exit status. A structured or API session has no pane (non_applicable); a pane that is gone is
+   * said so, with what brings the session back (not_found).
+   */
+  async attach(ref: string): Promise<number> {
+    const handle = await this.store.loadHandle(ref);
+    if (handle.provider.transport !== 'tmux') {
+      throw new CalError('non_applicable', `handle ${handle.id} is ${handle.provider.transport === 'api' ? 'an API session' : 'on the structured transport (one CLI process per turn)'}: it has no pane to attach to`, { handle: handle.id });
+    }
+    if (!(await transportAlive(handle.provider, this.ctx.tmux))) {
+      throw new CalError('not_found', `handle ${handle.id} has no live pane (it ended); cal continue ${handle.name ?? handle.id} "<message>" resumes the session in a new one`, { handle: handle.id });
+    }
+    return attachTerminal(handle.provider);
+  }
+
   /** Presses keys in the session's live pane as a person would; false when it has none. */
   async pressKeys(ref: string, keys: string[]): Promise<boolean> {
     return pressKeys((await this.store.loadHandle(ref)).provider, keys, this.ctx.tmux);
@@ -254,9 +271,14 @@ export class AgentSessions {
   async list(): Promise<HandleSummary[]> {
     const out: HandleSummary[] = [];
     for (const handle of await this.store.listHandles()) {
-      out.push({ handle, lastTurn: await this.store.lastTurn(handle.id) });
+      out.push({ handle, lastTurn: await this.store.lastTurn(handle.id), paneAlive: await transportAlive(handle.provider, this.ctx.tmux) });
     }
     return out;
+  }
+
+  /** Cancels the turn in flight on a handle, from any process (sessions/cancel-turn.ts). */
+  async cancel(ref: string, req: Omit<RecoverRequest, 'handle' | 'dryRun' | 'retryLost'>): Promise<CancelOutcome> {
+    return cancelTurn(this.ctx, ref, req);
   }
 
   /** Settles every unfinished turn whose cal process is gone (sessions/recovery.ts). */
@@ -299,19 +321,28 @@ export class AgentSessions {
       const e = toCalError(err);
       // The lock's file name is cal's business: the message names the handle.
       const message = e.message.replace(handleLockName(initial.id), `handle ${initial.id}`);
-      await journal.set(e.kind === 'interrupted' ? 'interrupted' : 'failed', { error: { kind: e.kind, message } });
-      throw new CalError(e.kind, message, { ...e.details, handle: initial.id, turn: journal.turn.id });
+      // A busy refusal sent nothing and is no turn of the session: its record goes (the listing
+      // keeps showing the turn in flight, not a failure that never reached the CLI).
+      if (e.kind === 'busy') await this.store.deleteTurn(journal.turn);
+      else await journal.set(e.kind === 'interrupted' ? 'interrupted' : 'failed', { error: { kind: e.kind, message } });
+      throw new CalError(e.kind, message, { ...e.details, handle: initial.id, ...(e.kind === 'busy' ? {} : { turn: journal.turn.id }) });
     }
+    // From here the turn is this cal's: a `cal cancel` elsewhere reaches it through its record.
+    const watch = watchCancelRequests(this.ctx, initial.id, journal.turn.id, req.signal);
+    req = { ...req, signal: watch.signal };
     try {
       try {
         await settleEarlierTurns(this.ctx, initial.id, journal.turn, req);
       } catch (err) {
         const e = toCalError(err);
-        await journal.set('failed', { error: { kind: e.kind, message: e.message } });
-        throw new CalError(e.kind, e.message, { ...e.details, handle: initial.id, turn: journal.turn.id });
+        // An earlier turn still in flight is a busy refusal too: nothing of this one was sent.
+        if (e.kind === 'busy') await this.store.deleteTurn(journal.turn);
+        else await journal.set('failed', { error: { kind: e.kind, message: e.message } });
+        throw new CalError(e.kind, e.message, { ...e.details, handle: initial.id, ...(e.kind === 'busy' ? {} : { turn: journal.turn.id }) });
       }
       return await executeTurn(this.ctx, initial.id, journal, req, { kind: 'deliver' }, started);
     } finally {
+      watch.stop();
       await lock.release();
     }
   }

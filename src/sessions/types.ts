@@ -77,6 +77,8 @@ export interface HandleView {
 }
 
 export interface RecoverRequest {
+  /** Only this handle's turns (by id): `cal cancel` settling a turn whose cal died. */
+  handle?: string;
   dryRun?: boolean;
   retryLost?: boolean;
   env: Record<string, string>;
@@ -107,9 +109,23 @@ export interface RecoverItem {
   error?: string;
 }
 
+/**
+ * What `cancel` did: `cancelled` (the owner interrupted the turn), `already_ended` (it ended
+ * otherwise before the request took effect), `recovered` (its cal was gone: settled as recover
+ * settles it) or `idle` (nothing in flight: nothing done).
+ */
+export interface CancelOutcome {
+  handle: AgentSessionHandle;
+  action: 'cancelled' | 'already_ended' | 'recovered' | 'idle';
+  turn: TurnRecord | null;
+  recovered: RecoverItem[];
+}
+
 export interface HandleSummary {
   handle: AgentSessionHandle;
   lastTurn: TurnRecord | null;
+  /** Whether the session's current tmux pane is alive (false for one without a pane). */
+  paneAlive: boolean;
 }
 
 /** What a turn needs of the caller beyond its record: environment, time limit and listeners. */

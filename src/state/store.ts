@@ -244,6 +244,14 @@ export class StateStore {
     await writeJsonAtomic(path.join(dir, `${turn.id}.json`), checked, { durable: !unsentStatuses.has(checked.status) });
   }
 
+  /**
+   * Deletes a turn record that never became a turn: a refusal (busy) before anything was sent,
+   * which is not part of the session's history (issue 41).
+   */
+  async deleteTurn(turn: TurnRecord): Promise<void> {
+    await fs.rm(path.join(this.turnsDir(turn.handleId), `${turn.id}.json`), { force: true });
+  }
+
   /** How many turn record files a handle has, readable or not. */
   async turnFileCount(handleId: string): Promise<number> {
     const entries = await fs.readdir(this.turnsDir(handleId)).catch(() => [] as string[]);
