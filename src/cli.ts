@@ -22,6 +22,7 @@ export const commandModules: Record<string, () => Promise<CommandModule>> = {
   continue: () => import('./commands/continue.js'),
   'kill-tmux': () => import('./commands/kill-tmux.js'),
   remove: () => import('./commands/remove.js'),
+  reap: () => import('./commands/reap.js'),
   inspect: () => import('./commands/inspect.js'),
   show: () => import('./commands/show.js'),
   events: () => import('./commands/events.js'),

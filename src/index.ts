@@ -35,6 +35,8 @@ export type {
   RecoverItem,
   RecoverOptions,
   RecoverResult,
+  ReapItem,
+  ReapOptions,
   RunRecovery,
   SessionDetail,
   SessionList,

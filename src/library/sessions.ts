@@ -21,6 +21,7 @@ import type {
   OpenOptions,
   RecoverOptions,
   RecoverResult,
+  ReapOptions,
   RemoveOptions,
   RemoveResult,
   SessionDetail,
@@ -165,6 +166,10 @@ class CalSessions implements Sessions {
 
   async killTmux(ref: HandleRef): Promise<Handle> {
     return this.agents.killTmux(refOf(ref));
+  }
+
+  async reap(options: ReapOptions = {}) {
+    return this.agents.reap({ idleSeconds: options.idleSeconds, maxLive: options.maxLive, dryRun: options.dryRun, onEvent: options.onEvent as EventSink });
   }
 
   async remove(ref: HandleRef, options: RemoveOptions = {}): Promise<RemoveResult> {

@@ -223,6 +223,19 @@ export interface RemoveResult {
   panesEnded: number;
 }
 
+export interface ReapOptions {
+  /** End panes idle at least this many seconds (default: the state directory's policy, docs/reaping.md); null: never by idleness. */
+  idleSeconds?: number | null;
+  /** Keep at most this many live panes, least recently used ended first (default: the policy); null: no cap. */
+  maxLive?: number | null;
+  /** Say what would be ended, end nothing. */
+  dryRun?: boolean;
+  onEvent?: (event: CalEvent) => void;
+}
+
+/** One live pane of a handle and what reaping did with it (`reaped`, `would_reap` on a dry run, or `kept`, with why). */
+export type { ReapItem } from '../sessions/reaping.js';
+
 export interface EventsOptions {
   /** Keep yielding new events until `signal` aborts or the handle is removed (default: end after the recorded ones). */
   follow?: boolean;
@@ -251,6 +264,8 @@ export interface Sessions {
   inspect(): Promise<SessionList>;
   inspect(ref: HandleRef, options?: InspectOptions): Promise<SessionDetail>;
   recover(options?: RecoverOptions): Promise<RecoverResult>;
+  /** Ends idle panes (never one with a turn in flight, a terminal attached, or a possible draft); the sessions resume natively on their next continue. */
+  reap(options?: ReapOptions): Promise<import('../sessions/reaping.js').ReapItem[]>;
   certify(options: CertifyOptions): Promise<CertifyResult>;
   events(ref: HandleRef, options?: EventsOptions): AsyncIterable<CalEvent>;
 }

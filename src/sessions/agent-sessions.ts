@@ -22,10 +22,14 @@ import { executeTurn, nextPaneName } from './execute-turn.js';
 import { tmuxSocketFor } from '../engine/tmux-socket.js';
 import { recover, settleEarlierTurns } from './recovery.js';
 import { removeHandle, type RemoveResult } from './remove-handle.js';
+import { reapLimits, reapPanes, type ReapItem } from './reaping.js';
+import { endFailedStart } from './retire-pane.js';
+import { readReapPolicy } from '../state/config.js';
 import { newTurn } from './turn-journal.js';
 import type { ContinueRequest, ExecOptions, HandleSummary, HandleView, RecoverItem, RecoverRequest, StartRequest, TurnResult } from './types.js';
 
 export type { RemoveResult } from './remove-handle.js';
+export type { ReapItem } from './reaping.js';
 export type { ContinueRequest, HandleSummary, HandleView, PaneView, RecoverAction, RecoverItem, RecoverRequest, StartRequest, TurnResult } from './types.js';
 export { handleLockName } from './context.js';
 
@@ -111,7 +115,34 @@ export class AgentSessions {
     });
     await this.saveNewHandle(handle, req.replace === true);
     await req.onHandle?.(handle);
-    return this.runTurn(handle, req.message, { ...req, waitSeconds: undefined }, req.correlationId ?? null);
+    let result: TurnResult;
+    try {
+      result = await this.runTurn(handle, req.message, { ...req, waitSeconds: undefined }, req.correlationId ?? null);
+    } catch (err) {
+      await endFailedStart(this.ctx, handle.id, toCalError(err).kind);
+      throw err;
+    }
+    if (result.turn.status !== 'completed') await endFailedStart(this.ctx, handle.id, result.turn.status);
+    return result;
+  }
+
+  /** Ends idle panes by the state directory's policy, or the limits given (sessions/reaping.ts). */
+  async reap(req: { idleSeconds?: number | null; maxLive?: number | null; dryRun?: boolean; onEvent?: (e: import('../state/store.js').EventRecord) => void }): Promise<ReapItem[]> {
+    const limits = reapLimits(await readReapPolicy(this.store.layout.root), req);
+    return reapPanes(this.ctx, { ...limits, dryRun: req.dryRun === true, ...(req.onEvent ? { onEvent: req.onEvent } : {}) });
+  }
+
+  /**
+   * The policy applied when a turn ends (config `reap.auto`, on by default): best effort, after
+   * the handle's lock is released, and never the turn's failure.
+   */
+  private async reapAfterTurn(): Promise<void> {
+    try {
+      const policy = await readReapPolicy(this.store.layout.root);
+      if (policy.auto) await reapPanes(this.ctx, { idleSeconds: policy.idleSeconds, maxLive: policy.maxLive });
+    } catch {
+      // A policy that cannot be applied now is applied by the next turn, or by cal reap.
+    }
   }
 
   async continue(req: ContinueRequest): Promise<TurnResult> {
@@ -309,6 +340,7 @@ export class AgentSessions {
       return await executeTurn(this.ctx, initial.id, journal, req, { kind: 'deliver' }, started);
     } finally {
       await lock.release();
+      await this.reapAfterTurn();
     }
   }
 }
