@@ -25,6 +25,7 @@ export const commandModules: Record<string, () => Promise<CommandModule>> = {
   reap: () => import('./commands/reap.js'),
   inspect: () => import('./commands/inspect.js'),
   show: () => import('./commands/show.js'),
+  wait: () => import('./commands/wait.js'),
   events: () => import('./commands/events.js'),
   run: () => import('./commands/run.js'),
   lock: () => import('./commands/lock.js'),

@@ -2,6 +2,7 @@ import { openSessions, toolPolicies, transports } from '../index.js';
 import { parseHandleRef } from '../state/store.js';
 import { checkSystemPromptFlags, parseSeconds, cancelOnInterrupt, parseWait, readMessage, renderError, renderTurnCall, systemPromptOf } from './common.js';
 import { liveOutput } from './progress.js';
+import { detachedOnSent, runDetached } from './detach.js';
 import { defineCommand } from './spec.js';
 
 export const command = defineCommand({
@@ -23,12 +24,16 @@ export const command = defineCommand({
     timeout: { value: '<seconds>', help: 'give up waiting for the end of the turn after this long' },
     events: { help: 'stream lifecycle events as NDJSON on stderr' },
     stream: { help: "print the assistant's text and tool activity as the CLI records them (NDJSON events with --json)" },
+    detach: { help: 'return once the turn is recorded and sent: the turn id on stdout (JSON with --json); cal wait prints its result' },
     json: { help: 'print one JSON object on stdout' },
   },
   async run([ref, messageArg], opts, global) {
     try {
       parseHandleRef(ref);
       checkSystemPromptFlags(opts);
+      // The detached cal's own run (commands/detach.ts) tells the cal that started it when its message left.
+      const onSent = detachedOnSent();
+      if (opts.detach && !onSent) return await runDetached(opts, messageArg === '-');
       const message = await readMessage(messageArg);
       const wait = parseWait(opts.wait);
       const sessions = await openSessions({ stateDir: global.stateDir });
@@ -46,6 +51,7 @@ export const command = defineCommand({
             timeoutSeconds: opts.timeout ? parseSeconds(opts.timeout, '--timeout') : undefined,
             onEvent: live.onEvent,
             onProgress: live.onProgress,
+            onSent,
             signal: cancelOnInterrupt(),
           }),
         live,

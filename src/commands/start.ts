@@ -1,6 +1,7 @@
 import { CalError, openSessions, providerNames, toolPolicies, transports } from '../index.js';
 import { checkSystemPromptFlags, parseSeconds, cancelOnInterrupt, readMessage, renderError, renderTurnCall, systemPromptOf } from './common.js';
 import { liveOutput } from './progress.js';
+import { detachedOnSent, runDetached } from './detach.js';
 import { defineCommand } from './spec.js';
 
 export const command = defineCommand({
@@ -22,12 +23,16 @@ export const command = defineCommand({
     timeout: { value: '<seconds>', help: 'give up waiting for the end of the turn after this long' },
     events: { help: 'stream lifecycle events as NDJSON on stderr' },
     stream: { help: "print the assistant's text and tool activity as the CLI records them (NDJSON events with --json)" },
+    detach: { help: 'return once the turn is recorded and sent: the turn id on stdout (JSON with --json); cal wait prints its result' },
     json: { help: 'print one JSON object on stdout' },
   },
   async run([messageArg], opts, global) {
     try {
       checkSystemPromptFlags(opts);
       if (opts.replace && opts.name === undefined) throw new CalError('usage', '--replace needs --name (the name to reuse)');
+      // The detached cal's own run (commands/detach.ts) tells the cal that started it when its message left.
+      const onSent = detachedOnSent();
+      if (opts.detach && !onSent) return await runDetached(opts, messageArg === '-');
       const message = await readMessage(messageArg);
       const sessions = await openSessions({ stateDir: global.stateDir });
       const live = await liveOutput(opts, 'starting');
@@ -48,6 +53,7 @@ export const command = defineCommand({
             timeoutSeconds: opts.timeout ? parseSeconds(opts.timeout, '--timeout') : undefined,
             onEvent: live.onEvent,
             onProgress: live.onProgress,
+            onSent,
             signal: cancelOnInterrupt(),
           }),
         live,

@@ -281,10 +281,11 @@ function withSignal(signal: AbortSignal | undefined): { signal?: AbortSignal } {
 }
 
 /** The caller's callbacks, in the library's shapes (events as recorded, progress flattened). */
-function callbacks(o: TurnCallOptions): { onEvent?: (e: EventRecord) => void; onProgress?: SessionProgress } {
+function callbacks(o: TurnCallOptions): { onEvent?: (e: EventRecord) => void; onProgress?: SessionProgress; onSent?: TurnCallOptions['onSent'] } {
   const onProgress = o.onProgress;
   return {
     onEvent: o.onEvent as EventSink,
+    ...(o.onSent ? { onSent: o.onSent } : {}),
     onProgress: onProgress ? (p) => onProgress({ phase: p.observation.phase, tools: p.tools, partialAnswer: p.partialAnswer }) : undefined,
   };
 }

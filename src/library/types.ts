@@ -72,6 +72,12 @@ export interface TurnCallOptions {
   onEvent?: (event: CalEvent) => void;
   /** The current turn's text and tool activity, as the CLI records them. */
   onProgress?: (progress: TurnProgress) => void;
+  /**
+   * Once the turn is recorded and its message has left cal (pasted, handed to a launch, or to the
+   * structured CLI): its handle and turn ids, before the turn ends. A program fires a turn, goes on,
+   * and awaits the call's promise later (what `cal start|continue --detach` does across processes).
+   */
+  onSent?: (sent: { handle: string; turn: string }) => void;
 }
 
 export interface StartOptions extends TurnCallOptions {
