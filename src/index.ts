@@ -38,6 +38,8 @@ export type {
   RecoverItem,
   RecoverOptions,
   RecoverResult,
+  ReapItem,
+  ReapOptions,
   RunRecovery,
   SessionDetail,
   SessionList,

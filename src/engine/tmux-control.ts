@@ -1,5 +1,7 @@
 import type { TmuxLocation } from '../handles/schema.js';
-import type { OwnPane, PaneInfo, PaneSpec, PaneState } from '../tmux/tmux.js';
+import type { OwnPane, PaneInfo, PaneListing, PaneSpec, PaneState } from '../tmux/tmux.js';
+
+export type { PaneListing } from '../tmux/tmux.js';
 
 /**
  * What the engine needs of tmux, as an interface it is given: the real server on cal's own
@@ -15,6 +17,8 @@ export interface TmuxControl {
   sendKeys(paneId: string, keys: string[]): Promise<void>;
   capture(paneId: string, lines?: number): Promise<string>;
   killSession(session: string): Promise<boolean>;
+  /** Every pane on the server, with its attached clients (for reaping idle panes). */
+  listPanes(): Promise<PaneListing[]>;
   killServer(): Promise<void>;
 }
 

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import type { ProviderHandle, TmuxLocation } from '../handles/schema.js';
 import { endTagged } from '../util/tagged-processes.js';
 import { TmuxServer } from '../tmux/tmux.js';
-import { PANE_TAG_ENV, paneAlive, samePane, type TmuxFactory } from './tmux-control.js';
+import { PANE_TAG_ENV, paneAlive, samePane, type PaneListing, type TmuxFactory } from './tmux-control.js';
 import { tmuxSocketFor } from './tmux-socket.js';
 
 /**
@@ -88,4 +88,14 @@ export async function pressKeys(handle: ProviderHandle, keys: string[], tmux: Tm
 /** Ends every pane of one state directory (its own tmux server): for demo and certify scratch state. */
 export async function shutdownTransports(transportDir: string, tmux: TmuxFactory = realTmux): Promise<void> {
   await tmux(await tmuxSocketFor(transportDir)).killServer();
+}
+
+/** Every pane on cal's tmux server of one state directory (none when it is not running). */
+export async function listPanes(transportDir: string, tmux: TmuxFactory = realTmux): Promise<PaneListing[]> {
+  return tmux(await tmuxSocketFor(transportDir)).listPanes();
+}
+
+/** The listed pane that is this location's own (same id, session and, where recorded, process), if any. */
+export function findOwnPane(location: TmuxLocation, panes: readonly PaneListing[]): PaneListing | null {
+  return panes.find((p) => p.paneId === location.paneId && samePane(location, { exists: true, dead: p.dead, deadStatus: null, session: p.session, pid: p.pid })) ?? null;
 }

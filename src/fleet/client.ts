@@ -119,6 +119,11 @@ class FleetSessions implements Sessions {
     return (await this.call(host, op, {})) as CancelResult;
   }
 
+  /** Each worker ends its own idle panes by its policy when its turns end (docs/reaping.md). */
+  async reap(): Promise<import('../sessions/reaping.js').ReapItem[]> {
+    throw new CalError('non_applicable', 'through a fleet each worker reaps its own idle panes by its policy; run cal reap on the worker\'s machine, with its --state-dir');
+  }
+
   /** A pane lives on its host: a terminal here cannot attach to it. */
   async attach(ref: HandleRef): Promise<number> {
     const id = refOf(ref);

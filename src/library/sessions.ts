@@ -23,6 +23,7 @@ import type {
   OpenOptions,
   RecoverOptions,
   RecoverResult,
+  ReapOptions,
   RemoveOptions,
   RemoveResult,
   SessionDetail,
@@ -215,6 +216,10 @@ class CalSessions implements LocalSessions {
     return this.agents.killTmux(refOf(ref));
   }
 
+  async reap(options: ReapOptions = {}) {
+    return this.agents.reap({ idleSeconds: options.idleSeconds, maxLive: options.maxLive, dryRun: options.dryRun, onEvent: options.onEvent as EventSink });
+  }
+
   async remove(ref: HandleRef, options: RemoveOptions = {}): Promise<RemoveResult> {
     return this.agents.remove(refOf(ref), options.force === true);
   }
@@ -332,10 +337,11 @@ function withSignal(signal: AbortSignal | undefined): { signal?: AbortSignal } {
 }
 
 /** The caller's callbacks, in the library's shapes (events as recorded, progress flattened). */
-function callbacks(o: TurnCallOptions): { onEvent?: (e: EventRecord) => void; onProgress?: SessionProgress } {
+function callbacks(o: TurnCallOptions): { onEvent?: (e: EventRecord) => void; onProgress?: SessionProgress; onSent?: TurnCallOptions['onSent'] } {
   const onProgress = o.onProgress;
   return {
     onEvent: o.onEvent as EventSink,
+    ...(o.onSent ? { onSent: o.onSent } : {}),
     onProgress: onProgress ? (p) => onProgress({ phase: p.observation.phase, tools: p.tools, partialAnswer: p.partialAnswer }) : undefined,
   };
 }

@@ -76,6 +76,12 @@ export interface TurnCallOptions {
   onProgress?: (progress: TurnProgress) => void;
   /** Through a fleet: how long to wait for the owning host (or, for a start, any worker) to be up before `host_unavailable` (default 30). */
   hostWaitSeconds?: number;
+  /**
+   * Once the turn is recorded and its message has left cal (pasted, handed to a launch, or to the
+   * structured CLI): its handle and turn ids, before the turn ends. A program fires a turn, goes on,
+   * and awaits the call's promise later (what `cal start|continue --detach` does across processes).
+   */
+  onSent?: (sent: { handle: string; turn: string }) => void;
 }
 
 export interface StartOptions extends TurnCallOptions {
@@ -243,6 +249,19 @@ export interface RemoveResult {
   panesEnded: number;
 }
 
+export interface ReapOptions {
+  /** End panes idle at least this many seconds (default: the state directory's policy, docs/reaping.md); null: never by idleness. */
+  idleSeconds?: number | null;
+  /** Keep at most this many live panes, least recently used ended first (default: the policy); null: no cap. */
+  maxLive?: number | null;
+  /** Say what would be ended, end nothing. */
+  dryRun?: boolean;
+  onEvent?: (event: CalEvent) => void;
+}
+
+/** One live pane of a handle and what reaping did with it (`reaped`, `would_reap` on a dry run, or `kept`, with why). */
+export type { ReapItem } from '../sessions/reaping.js';
+
 export interface EventsOptions {
   /** Keep yielding new events until `signal` aborts or the handle is removed (default: end after the recorded ones). */
   follow?: boolean;
@@ -285,6 +304,8 @@ export interface Sessions {
   attach(ref: HandleRef): Promise<number>;
   /** Cancels the turn in flight on a handle, whichever process runs it (see CancelResult). */
   cancel(ref: HandleRef, options?: CancelOptions): Promise<CancelResult>;
+  /** Ends idle panes (never one with a turn in flight, a terminal attached, or a possible draft); the sessions resume natively on their next continue. */
+  reap(options?: ReapOptions): Promise<import('../sessions/reaping.js').ReapItem[]>;
   certify(options: CertifyOptions): Promise<CertifyResult>;
   events(ref: HandleRef, options?: EventsOptions): AsyncIterable<CalEvent>;
   /** Releases what the object holds open (a fleet's Redis connections); nothing on one machine. */

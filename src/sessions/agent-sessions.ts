@@ -13,7 +13,7 @@ import { discardEarlyLaunch } from '../adapters/early-launch.js';
 import type { TmuxFactory } from '../engine/tmux-control.js';
 import { attachArgv, attachTerminal, killPaneNamed, killTransport, pressKeys, realTmux, shutdownTransports, transportAlive, transportScreen } from '../engine/transport.js';
 import { CalError, toCalError } from '../errors.js';
-import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleName, ToolPolicy, toolPolicies, Transport, type ProviderHandle, type ProviderName } from '../handles/schema.js';
+import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleName, type ProviderHandle, type ProviderName } from '../handles/schema.js';
 import type { HeldLock } from '../state/lock.js';
 import { newId, type StateStore } from '../state/store.js';
 import type { TurnRecord } from '../state/turns.js';
@@ -23,11 +23,16 @@ import { executeTurn, nextPaneName } from './execute-turn.js';
 import { tmuxSocketFor } from '../engine/tmux-socket.js';
 import { recover, settleEarlierTurns } from './recovery.js';
 import { removeHandle, type RemoveResult } from './remove-handle.js';
+import { reapLimits, reapPanes, type ReapItem } from './reaping.js';
+import { endFailedStart } from './retire-pane.js';
+import { readReapPolicy } from '../state/config.js';
 import { newTurn } from './turn-journal.js';
+import { checkToolPolicy, nameTaken, refuseOtherTransport } from './request-checks.js';
 import { cancelTurn, watchCancelRequests } from './cancel-turn.js';
 import type { CancelOutcome, ContinueRequest, ExecOptions, HandleSummary, HandleView, RecoverItem, RecoverRequest, StartRequest, TurnResult } from './types.js';
 
 export type { RemoveResult } from './remove-handle.js';
+export type { ReapItem } from './reaping.js';
 export type { CancelOutcome, ContinueRequest, HandleSummary, HandleView, PaneView, RecoverAction, RecoverItem, RecoverRequest, StartRequest, TurnResult } from './types.js';
 export { handleLockName } from './context.js';
 
@@ -115,7 +120,34 @@ export class AgentSessions {
     });
     await this.saveNewHandle(handle, req.replace === true);
     await req.onHandle?.(handle);
-    return this.runTurn(handle, req.message, { ...req, waitSeconds: undefined }, req.correlationId ?? null);
+    let result: TurnResult;
+    try {
+      result = await this.runTurn(handle, req.message, { ...req, waitSeconds: undefined }, req.correlationId ?? null);
+    } catch (err) {
+      await endFailedStart(this.ctx, handle.id, toCalError(err).kind);
+      throw err;
+    }
+    if (result.turn.status !== 'completed') await endFailedStart(this.ctx, handle.id, result.turn.status);
+    return result;
+  }
+
+  /** Ends idle panes by the state directory's policy, or the limits given (sessions/reaping.ts). */
+  async reap(req: { idleSeconds?: number | null; maxLive?: number | null; dryRun?: boolean; onEvent?: (e: import('../state/store.js').EventRecord) => void }): Promise<ReapItem[]> {
+    const limits = reapLimits(await readReapPolicy(this.store.layout.root), req);
+    return reapPanes(this.ctx, { ...limits, dryRun: req.dryRun === true, ...(req.onEvent ? { onEvent: req.onEvent } : {}) });
+  }
+
+  /**
+   * The policy applied when a turn ends (config `reap.auto`, on by default): best effort, after
+   * the handle's lock is released, and never the turn's failure.
+   */
+  private async reapAfterTurn(): Promise<void> {
+    try {
+      const policy = await readReapPolicy(this.store.layout.root);
+      if (policy.auto) await reapPanes(this.ctx, { idleSeconds: policy.idleSeconds, maxLive: policy.maxLive });
+    } catch {
+      // A policy that cannot be applied now is applied by the next turn, or by cal reap.
+    }
   }
 
   async continue(request: ContinueRequest): Promise<TurnResult> {
@@ -344,50 +376,7 @@ export class AgentSessions {
     } finally {
       watch.stop();
       await lock.release();
+      await this.reapAfterTurn();
     }
   }
-}
-
-/**
- * A continue that expects another transport than the handle's is refused before anything is
- * recorded or sent. Crossing over is not offered although a CLI's native session is the same
- * underneath: a pane, while it is open, holds the conversation in memory, so a structured turn
- * beside it would write turns the pane never sees, and its next paste would continue from the
- * stale history (a fork that looks like a continuation); an API session is cal's own history,
- * which no CLI has, and a CLI session has none of cal's.
- */
-function refuseOtherTransport(handle: AgentSessionHandle, expected: string | undefined): void {
-  if (expected === undefined) return;
-  const requested = Transport.safeParse(expected);
-  if (!requested.success) throw new CalError('usage', `unknown transport ${JSON.stringify(expected)}; known: ${Transport.options.join(', ')}`);
-  const actual = handle.provider.transport;
-  if (requested.data === actual) return;
-  const why =
-    actual === 'api'
-      ? `an API session is continued from cal's own stored history, and has no CLI to run`
-      : requested.data === 'api'
-        ? `a CLI session is continued by its CLI's own resume; cal keeps no history of it to send to an API`
-        : `a handle keeps the transport it was started with: while a pane is open it holds the conversation in memory, and a turn through the other transport beside it would fork the session (the native id is provider.nativeSessionId in cal inspect ${handle.id} --json, to move it by hand)`;
-  throw new CalError('non_applicable', `handle ${handle.id} runs on the ${actual} transport, not ${requested.data}: ${why}`, {
-    handle: handle.id,
-    field: 'transport',
-    // As for stale_handle: expected is what the handle holds, actual what the call asked for.
-    expected: actual,
-    actual: requested.data,
-  });
-}
-
-/** The session's tool policy, refused (usage) before anything is saved when its CLI has no equivalent. */
-function checkToolPolicy(requested: string | undefined, adapter: CliAdapter | null, provider: string): ToolPolicy {
-  const parsed = ToolPolicy.safeParse(requested ?? 'default');
-  if (!parsed.success) throw new CalError('usage', `unknown --tool-policy ${JSON.stringify(requested)}; known: ${toolPolicies.join(', ')}`);
-  const supported: readonly ToolPolicy[] = adapter?.toolPolicies ?? ['default'];
-  if (!supported.includes(parsed.data)) {
-    throw new CalError('usage', `${provider} has no equivalent of --tool-policy ${parsed.data}${adapter ? '' : ' (an API session runs no tools)'}; it takes: ${supported.join(', ')}`);
-  }
-  return parsed.data;
-}
-
-function nameTaken(name: string): CalError {
-  return new CalError('usage', `a handle named ${name} already exists; pick another --name, pass --replace, or cal remove ${name}`);
 }

@@ -22,6 +22,7 @@ export interface StartRequest {
   env: Record<string, string>;
   onEvent?: (event: EventRecord) => void;
   onProgress?: (progress: TurnProgress) => void;
+  onSent?: ExecOptions['onSent'];
   /** Tags the turn record, so durable work can find its turn again after a crash. */
   correlationId?: string;
   /** Called once the handle is saved, before anything is sent. */
@@ -47,6 +48,7 @@ export interface ContinueRequest {
   env: Record<string, string>;
   onEvent?: (event: EventRecord) => void;
   onProgress?: (progress: TurnProgress) => void;
+  onSent?: ExecOptions['onSent'];
   correlationId?: string;
   signal?: AbortSignal;
 }
@@ -131,6 +133,8 @@ export interface HandleSummary {
 /** What a turn needs of the caller beyond its record: environment, time limit and listeners. */
 export interface ExecOptions {
   env: Record<string, string>;
+  /** Once the turn is recorded and its message has left cal (library onSent). */
+  onSent?: (sent: { handle: string; turn: string }) => void;
   timeoutSeconds?: number;
   onEvent?: (event: EventRecord) => void;
   onProgress?: (progress: TurnProgress) => void;

@@ -80,6 +80,18 @@ export interface PaneState {
   pid?: number;
 }
 
+/** One pane of the server as list-panes sees it: for reaping (who is attached, since when). */
+export interface PaneListing {
+  session: string;
+  paneId: string;
+  pid: number;
+  dead: boolean;
+  /** How many clients (terminals) are attached to the pane's session now. */
+  clients: number;
+  /** When a client was last attached to the session (epoch seconds), or null if never. */
+  lastAttached: number | null;
+}
+
 interface TmuxResult {
   stdout: string;
   stderr: string;
@@ -358,6 +370,17 @@ export class TmuxServer {
     if (!(await this.serverRunning())) return false;
     const res = await this.tmux([['kill-session', '-t', `=${session}`]]);
     return res.exitCode === 0;
+  }
+
+  /** Every pane on the server (none when no server runs), in one client call. */
+  async listPanes(): Promise<PaneListing[]> {
+    if (!(await this.serverRunning())) return [];
+    const res = await this.tmux([['list-panes', '-a', '-F', '#{session_name}\t#{pane_id}\t#{pane_pid}\t#{pane_dead}\t#{session_attached}\t#{session_last_attached}']]);
+    if (res.exitCode !== 0) return [];
+    return res.stdout.split('\n').filter(Boolean).map((line) => {
+      const [session = '', paneId = '', pid, dead, clients, last] = line.split('\t');
+      return { session, paneId, pid: Number(pid), dead: dead === '1', clients: Number(clients) || 0, lastAttached: last && /^\d+$/.test(last) && last !== '0' ? Number(last) : null };
+    });
   }
 
   async killServer(): Promise<void> {

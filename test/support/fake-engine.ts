@@ -6,7 +6,7 @@ import { TranscriptTurnObserver } from '../../src/adapters/turn-observer.js';
 import type { TmuxControl, TmuxFactory } from '../../src/engine/tmux-control.js';
 import type { EngineHooks, PaneChange, ProviderEvent, TurnRequest } from '../../src/engine/types.js';
 import type { ProviderHandle } from '../../src/handles/schema.js';
-import type { OwnPane, PaneInfo, PaneSpec, PaneState } from '../../src/tmux/tmux.js';
+import type { OwnPane, PaneInfo, PaneListing, PaneSpec, PaneState } from '../../src/tmux/tmux.js';
 import { AgentSessions } from '../../src/sessions/agent-sessions.js';
 import { StateStore } from '../../src/state/store.js';
 import { scratchDir, scratchDirSync } from './scratch.js';
@@ -29,6 +29,9 @@ export interface FakePane {
   dead: boolean;
   pasted: string[];
   keys: string[][];
+  /** Terminals attached to the pane's session now, and when one last was (epoch seconds). */
+  clients?: number;
+  lastAttached?: number | null;
 }
 
 /** What the fake CLI does: the records it writes for a message (after a launch or a paste). */
@@ -123,6 +126,10 @@ export class FakeTmux implements TmuxControl {
     }
     this.panes = this.panes.filter((p) => p.session !== session);
     return killed;
+  }
+
+  async listPanes(): Promise<PaneListing[]> {
+    return this.panes.map((p) => ({ session: p.session, paneId: p.id, pid: p.pid, dead: p.dead, clients: p.clients ?? 0, lastAttached: p.lastAttached ?? null }));
   }
 
   async killServer(): Promise<void> {
