@@ -1,4 +1,5 @@
 import type { TmuxLocation } from '../handles/schema.js';
+import type { PaneScreen } from '../tmux/screen.js';
 import type { OwnPane, PaneInfo, PaneSpec, PaneState } from '../tmux/tmux.js';
 
 /**
@@ -14,6 +15,8 @@ export interface TmuxControl {
   pasteIfOwn(own: OwnPane, text: string, submit?: boolean): Promise<boolean>;
   sendKeys(paneId: string, keys: string[]): Promise<void>;
   capture(paneId: string, lines?: number): Promise<string>;
+  /** The visible screen with its styles and the cursor (to read an input box), or null. */
+  screen(paneId: string): Promise<PaneScreen | null>;
   killSession(session: string): Promise<boolean>;
   killServer(): Promise<void>;
 }

@@ -6,6 +6,7 @@ import { CalError } from '../errors.js';
 import { processExited } from '../util/process-identity.js';
 import { randomBytes } from '../util/random.js';
 import { timingMark } from '../util/timing.js';
+import type { PaneScreen } from './screen.js';
 
 /**
  * tmux control on a socket of cal's own (never the user's default server). Knows nothing about
@@ -350,6 +351,21 @@ export class TmuxServer {
   async capture(paneId: string, lines = 50): Promise<string> {
     const res = await this.tmux([['capture-pane', '-p', '-J', '-t', paneId, '-S', `-${lines}`]]);
     return res.exitCode === 0 ? res.stdout : '';
+  }
+
+  /**
+   * The visible screen with its styles, and the cursor, in one tmux client: for an adapter to
+   * read its CLI's input box (a control decision, never an answer). Null when the pane is gone.
+   */
+  async screen(paneId: string): Promise<PaneScreen | null> {
+    const res = await this.tmux([
+      ['display-message', '-p', '-t', paneId, '#{cursor_x} #{cursor_y} #{cursor_flag}'],
+      ['capture-pane', '-p', '-e', '-t', paneId],
+    ]);
+    if (res.exitCode !== 0) return null;
+    const [head = '', ...lines] = res.stdout.replace(/\n$/, '').split('\n');
+    const [x, y, flag] = head.split(' ').map(Number);
+    return { lines, cursor: { x: x ?? 0, y: y ?? 0, visible: flag === 1 } };
   }
 
   async killSession(session: string): Promise<boolean> {
