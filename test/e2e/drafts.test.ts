@@ -27,14 +27,19 @@ async function paneOf(s: CliSuite, handle: string): Promise<{ socket: string; pa
   return (await s.inspect(handle)).provider.tmux as { socket: string; paneId: string };
 }
 
-/** The next turn reached the model as cal's message alone, and was answered as such. */
-function expectAlone(s: CliSuite, before: number, leaked: string, run: { code: number; stdout: string; stderr: string }): void {
+/**
+ * The next turn reached the model as cal's message alone, and was answered as such. `leaked`:
+ * text that must be in no user message at all (a draft), or (`inHistory`) only in a message of
+ * its own (a cancelled prompt the CLI keeps in its history, as it was sent before the cancel).
+ */
+function expectAlone(s: CliSuite, before: number, leaked: string, run: { code: number; stdout: string; stderr: string }, inHistory = false): void {
   expect(run.code, run.stderr).toBe(0);
   expect(run.stdout.trim()).toBe('The codeword was LOTUS.');
   const sent = s.server.turnRequests().slice(before);
   expect(sent.length).toBeGreaterThan(0);
   for (const request of sent) for (const m of request.userMessages.filter((u) => u.includes(QUESTION))) expect(m).toBe(QUESTION);
-  for (const request of sent) expect(request.userMessages.join('\n')).not.toContain(leaked);
+  if (!inHistory) for (const request of sent) expect(request.userMessages.join('\n')).not.toContain(leaked);
+  for (const request of sent) for (const m of request.userMessages.filter((u) => u.includes(leaked))) expect(m).not.toContain(QUESTION);
   expect(sent.at(-1)!.lastUserMessage).toBe(QUESTION);
 }
 
@@ -97,9 +102,13 @@ describe.each(matrixVersions('claude-code').filter((v) => installedMatrix('claud
     const { socket, paneId } = await paneOf(s, handle);
     await new Promise((r) => setTimeout(r, 1000));
     const screen = await new TmuxServer(socket).screen(paneId);
-    console.log(`Claude Code ${version} after the cancel, its input box holds: ${JSON.stringify(screen && claudeCodeAdapter.draft!.read(screen))}`);
+    const held = screen && claudeCodeAdapter.draft!.read(screen);
+    // Measured: 2.1.328 and 2.1.332 put the cancelled prompt back into the box (the leak's cause);
+    // 2.0.12 and 2.1.29 leave the box empty and keep the prompt in the history only.
+    if (version.localeCompare('2.1.300', 'en', { numeric: true }) > 0) expect(held).toBe('long running [[cal:delay=30000]]');
+    else expect(held).toBe('');
     const before = s.server.turnRequests().length;
     const next = await s.cal(['continue', handle, '--timeout', '120', QUESTION]);
-    expectAlone(s, before, 'long running', next);
+    expectAlone(s, before, 'long running', next, true);
   }, 180_000);
 });
