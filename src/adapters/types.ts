@@ -1,3 +1,4 @@
+import type { PaneScreen } from '../tmux/screen.js';
 import type { PinnedCli, ProviderName, ToolPolicy } from '../handles/schema.js';
 import type { ToolActivity } from '../handles/tool-activity.js';
 import type { SupportedVersions } from './versions.js';
@@ -263,6 +264,13 @@ export interface CliAdapter {
    */
   refuseMessage?(message: string): string | null;
   /**
+   * How cal empties the CLI's input box of a draft a person left there (attached to the pane,
+   * typed, detached without Enter) before it pastes into a live pane (docs/drafts.md). Unset:
+   * the input cannot be cleared safely, and cal refuses to paste into the CLI's live pane
+   * (`non_continuable`) before anything is sent.
+   */
+  readonly draft?: DraftControl;
+  /**
    * How long to wait between a paste and its Enter, for a TUI that drops an Enter arriving in
    * the same burst as the paste (Gemini CLI). Unset: Enter right after the paste.
    */
@@ -294,4 +302,19 @@ export interface CliAdapter {
    * (`cal certify --live`) can, and `cal inspect` marks it uncertified here.
    */
   readonly liveCertificationOnly?: string;
+}
+
+/** Reading and clearing a draft in a CLI's input box (measured per CLI: docs/drafts.md). */
+export interface DraftControl {
+  /**
+   * What the input box's first row holds ('' when empty, its placeholder aside), read from the
+   * pane's screen; null when the screen shows no input box of a shape the adapter knows.
+   */
+  read(screen: PaneScreen): string | null;
+  /**
+   * Keys (tmux send-keys names) that delete a draft, or one wrapped row of it: cal sends them,
+   * waits until the TUI has drawn their effect, and reads the box again, a bounded number of
+   * times. Never Enter, never a key that interrupts, quits or opens a dialog.
+   */
+  readonly keys: readonly string[];
 }

@@ -4,6 +4,7 @@ import { CalError } from '../errors.js';
 import type { PinnedCli, ProviderHandle, TmuxLocation } from '../handles/schema.js';
 import { waitForChange } from '../transcripts/jsonl-tail.js';
 import { checkArgvSize, paneCommand } from './launch-script.js';
+import { checkLanded, clearDraft } from './draft.js';
 import type { PreparedMessage } from './message.js';
 import { ownPane, PANE_TAG_ENV, samePane } from './tmux-control.js';
 import { feedSignals, feedTranscript } from './transcript-feed.js';
@@ -91,10 +92,14 @@ export async function launchAndFollow(req: TurnRequest, msg: PreparedMessage, mo
  * decides again with the pane gone). The turn record says `sending` before the paste either way.
  */
 export async function pasteAndFollow(req: TurnRequest, msg: PreparedMessage): Promise<EngineResult | null> {
+  const location = req.handle.tmux as TmuxLocation;
+  // Before the turn says `sending`: a draft that cannot be cleared is refused with nothing sent.
+  const draft = await clearDraft(req, location);
+  timingMark('draft-checked');
+  if (draft.pane === 'gone') return null;
   await req.hooks.onSending();
   const sentAt = new Date(Date.now() - 1000);
-  const location = req.handle.tmux as TmuxLocation;
-  if (!(await pasteAndSubmit(req, location, msg.typed, 'if-own'))) return null;
+  if (!(await pasteAndSubmit(req, location, msg.typed, 'if-own', draft.cleared))) return null;
   await req.hooks.onSent?.();
   // The pane was found alive with the paste: the first look at it is due one check interval
   // later, not in the same breath as the paste.
@@ -112,13 +117,18 @@ export async function awaitRecorded(req: TurnRequest, text: string, sentAt: Date
  * cal just launched, or (`if-own`) only while the pane is still the one the handle records,
  * alive: false when it was not, and nothing was pasted.
  */
-async function pasteAndSubmit(req: TurnRequest, location: TmuxLocation, typed: string, pane: 'launched' | 'if-own'): Promise<boolean> {
+async function pasteAndSubmit(req: TurnRequest, location: TmuxLocation, typed: string, pane: 'launched' | 'if-own', checkLanding = false): Promise<boolean> {
   const tmux = req.tmux(location.socket);
   const delay = req.adapter.pasteSubmitDelayMs ?? 0;
-  if (pane === 'launched') await tmux.paste(location.paneId, typed, delay <= 0);
-  else if (!(await tmux.pasteIfOwn(ownPane(location), typed, delay <= 0))) return false;
-  if (delay > 0) {
-    await new Promise((resolve) => setTimeout(resolve, delay));
+  const enterNow = delay <= 0 && !checkLanding;
+  if (pane === 'launched') await tmux.paste(location.paneId, typed, enterNow);
+  else if (!(await tmux.pasteIfOwn(ownPane(location), typed, enterNow))) return false;
+  if (!enterNow) {
+    const pastedAt = Date.now();
+    // A box just emptied of a draft: Enter only once the message shows there alone.
+    if (checkLanding) await checkLanded(req, location, typed);
+    const rest = delay - (Date.now() - pastedAt);
+    if (rest > 0) await new Promise((resolve) => setTimeout(resolve, rest));
     await tmux.sendKeys(location.paneId, ['Enter']);
   }
   return true;

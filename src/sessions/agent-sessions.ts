@@ -328,7 +328,7 @@ export class AgentSessions {
     try {
       // --replace removes only a readable handle of that name (never one whose id it equals).
       const holder = replace ? (await this.store.listHandles()).find((h) => h.name === handle.name) : undefined;
-      if (holder) await removeHandle(this.ctx, holder.id, false);
+      if (holder) await removeHandle(this.ctx, holder.id, false, 'replace');
       if (await this.store.isNameTaken(handle.name)) throw nameTaken(handle.name);
       await this.store.saveHandle(handle);
     } finally {

@@ -182,6 +182,11 @@ export class StateStore {
    * under homes/ and an API session's history. The handle file goes first, so a removal cut
    * short leaves no handle that points at half-deleted records.
    */
+  /** Marks a handle removed ahead of its deletion: from then on nothing of it is written. */
+  async markRemoved(id: string): Promise<void> {
+    await markRemoved(this.layout.handles, id);
+  }
+
   async deleteHandle(handle: AgentSessionHandle): Promise<void> {
     // The mark first: a cal still running a turn of this handle writes nothing after it.
     await markRemoved(this.layout.handles, handle.id);

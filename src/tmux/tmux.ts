@@ -6,6 +6,10 @@ import { CalError } from '../errors.js';
 import { processExited } from '../util/process-identity.js';
 import { randomBytes } from '../util/random.js';
 import { timingMark } from '../util/timing.js';
+import type { PaneScreen } from './screen.js';
+import type { OwnPane, PaneInfo, PaneListing, PaneSpec, PaneState } from './pane-types.js';
+
+export type { OwnPane, PaneInfo, PaneListing, PaneSpec, PaneState } from './pane-types.js';
 
 /**
  * tmux control on a socket of cal's own (never the user's default server). Knows nothing about
@@ -13,29 +17,6 @@ import { timingMark } from '../util/timing.js';
  * node:child_process, not execa: this is the hot path of every continuation, and execa's import
  * alone costs more than the whole paste.
  */
-export interface PaneSpec {
-  session: string;
-  cwd: string;
-  argv: string[];
-  /** The complete environment of the pane's process (the server's own is kept empty). */
-  env: Record<string, string>;
-  width?: number;
-  height?: number;
-}
-
-export interface PaneInfo {
-  session: string;
-  paneId: string;
-  pid: number;
-}
-
-/** A pane as cal recorded it: its id, its tmux session and, where known, its process. */
-export interface OwnPane {
-  paneId: string;
-  session: string;
-  pid?: number;
-}
-
 /** What a format condition may quote as is: tmux's format syntax has no escape for `,` `}` `#`, and `%` is strftime's. */
 const FORMAT_SAFE = /^[A-Za-z0-9_.-]+$/;
 
@@ -70,27 +51,6 @@ function pasteBufferName(): string {
 /** What each branch of pasteIfOwn prints, so cal knows which one tmux took. */
 const PASTED = 'cal-pasted';
 const NOT_PASTED = 'cal-not-pasted';
-
-export interface PaneState {
-  exists: boolean;
-  dead: boolean;
-  deadStatus: number | null;
-  /** The tmux session the pane belongs to, and its process (pane ids are reused by a new server). */
-  session?: string;
-  pid?: number;
-}
-
-/** One pane of the server as list-panes sees it: for reaping (who is attached, since when). */
-export interface PaneListing {
-  session: string;
-  paneId: string;
-  pid: number;
-  dead: boolean;
-  /** How many clients (terminals) are attached to the pane's session now. */
-  clients: number;
-  /** When a client was last attached to the session (epoch seconds), or null if never. */
-  lastAttached: number | null;
-}
 
 interface TmuxResult {
   stdout: string;
@@ -362,6 +322,21 @@ export class TmuxServer {
   async capture(paneId: string, lines = 50): Promise<string> {
     const res = await this.tmux([['capture-pane', '-p', '-J', '-t', paneId, '-S', `-${lines}`]]);
     return res.exitCode === 0 ? res.stdout : '';
+  }
+
+  /**
+   * The visible screen with its styles, and the cursor, in one tmux client: for an adapter to
+   * read its CLI's input box (a control decision, never an answer). Null when the pane is gone.
+   */
+  async screen(paneId: string): Promise<PaneScreen | null> {
+    const res = await this.tmux([
+      ['display-message', '-p', '-t', paneId, '#{cursor_x} #{cursor_y} #{cursor_flag}'],
+      ['capture-pane', '-p', '-e', '-t', paneId],
+    ]);
+    if (res.exitCode !== 0) return null;
+    const [head = '', ...lines] = res.stdout.replace(/\n$/, '').split('\n');
+    const [x, y, flag] = head.split(' ').map(Number);
+    return { lines, cursor: { x: x ?? 0, y: y ?? 0, visible: flag === 1 } };
   }
 
   async killSession(session: string): Promise<boolean> {

@@ -78,6 +78,11 @@ describe('output polish', () => {
     try {
       const res = await cal('lock', 'gate', '--', 'true');
       expect([res.code, res.stderr.trim()]).toEqual([5, expect.stringMatching(/^cal: busy: lock gate is busy/)]);
+      // Issue 41: a lock is held, not a handle continued.
+      expect(res.stderr).toMatch(/held by another process \(a cal lock command or a plan phase\); retry later, or pass --wait/);
+      expect(res.stderr).not.toMatch(/continuing|handle/);
+      const waited = await cal('lock', 'gate', '--wait=0.2', '--', 'true');
+      expect([waited.code, waited.stderr.trim()]).toEqual([5, 'cal: busy: lock gate is still busy after waiting 0.2s: it is held by another process (a cal lock command or a plan phase); retry later']);
     } finally {
       await lock.release();
     }

@@ -11,6 +11,7 @@ import { writeHookSettings } from './signals.js';
 import { claudeStructured } from './structured.js';
 import { ClaudeTurnObserver } from './transcript.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
+import { betweenRules } from '../input-box.js';
 
 export { projectSlug } from './launch.js';
 
@@ -125,6 +126,11 @@ export const claudeCodeAdapter: CliAdapter = {
   // sits in a dialog (theme picker, an auto-mode notice), not in a slow turn.
   promptRecordedWithinMs: 20_000,
 
+  /**
+   * The input box sits between two rules, its row opening with `❯` (`>` before 2.1); Ctrl-U
+   * deletes the wrapped row the cursor is on, so it is pressed once a row (docs/drafts.md).
+   */
+  draft: { read: betweenRules(/^[>❯] /), keys: ['End', 'C-u'] },
   pasteText(message: string): string {
     // A leading '!' opens bash mode and '#' a memory note when typed; a space keeps a pasted one
     // text (measured: ' !touch x' reached the model as text).

@@ -10,6 +10,7 @@ import { runExecTurn } from './exec.js';
 import { scriptedCodexEnv } from './home.js';
 import { CodexTurnObserver } from './rollout.js';
 import { codexHome, findRolloutsForFirstMessage, pickRollout, scanLaunches } from './sessions.js';
+import { lastMarkedRow } from '../input-box.js';
 
 /**
  * OpenAI Codex CLI (measured on 0.169.0, and 0.100.0 … 0.171.0 for the version matrix;
@@ -123,6 +124,8 @@ export const codexAdapter: CliAdapter = {
     return new CodexTurnObserver(message, notBefore, match);
   },
 
+  /** The input is the last row opening with `›`, its placeholder dim; one Ctrl-U empties it (docs/drafts.md). */
+  draft: { read: lastMarkedRow(/^› /), keys: ['End', 'C-u'] },
   pasteText(message: string): string {
     // A leading '/' opens a slash command and '!' runs a shell command in the TUI: a space keeps it text.
     if (/^[/!]/.test(message)) return ` ${message}`;

@@ -12,6 +12,7 @@ import { headlessArgv, runHeadlessTurn } from './headless.js';
 import { SESSION_HEADER, checkRetentionOff, geminiDir, isManagedGeminiHome, scriptedGeminiEnv } from './home.js';
 import { geminiMcpServers, prepareManagedHome, readUserSettings } from './managed-home.js';
 import { GeminiTurnObserver, classifyRecord, contentText, normaliseForMatch } from './transcript.js';
+import { lastMarkedRow } from '../input-box.js';
 
 /**
  * Google Gemini CLI (measured on 0.61.0; research: gemini-pi-cli.md G1–G5 and
@@ -259,6 +260,11 @@ export const geminiAdapter: CliAdapter = {
     return new GeminiTurnObserver(message, notBefore, match);
   },
 
+  /**
+   * The input is the last row opening with `>`, its placeholder in grey after the cursor; one
+   * Ctrl-U empties it (docs/drafts.md).
+   */
+  draft: { read: lastMarkedRow(/^ ?> /, { fg: ['38;5;248'], text: /^Type your message or @path\/to\/file$/ }), keys: ['End', 'C-u'] },
   pasteText(message: string): string {
     // A leading '!' (shell mode) is a key press on an empty prompt: after a space it is text
     // (measured on 0.61.0, pasted and through -i alike).

@@ -10,6 +10,7 @@ import { scriptedPiEnv } from './home.js';
 import { chosenFile, sessionFileFor, sessionFlags, piToolPolicies } from './launch.js';
 import { piStructured } from './structured.js';
 import { classifyRecord, normaliseForMatch, PiTurnObserver, SessionHeader } from './session.js';
+import { betweenRules } from '../input-box.js';
 
 /**
  * Pi coding agent (`@earendil-works/pi-coding-agent` from 1.0, `@mariozechner/pi-coding-agent`
@@ -98,6 +99,8 @@ export const piAdapter: CliAdapter = {
 
   structured: piStructured,
 
+  /** The editor is the rows between the last two rules, with no marker; one Ctrl-U empties it (docs/drafts.md). */
+  draft: { read: betweenRules(null), keys: ['End', 'C-u'] },
   pasteText(message: string): string {
     // In argv a leading '-' is a flag and '@' a file to attach: a space keeps it text. Pasted, the
     // editor trims that space and would run a leading '!' as a shell command and a leading '/' as
