@@ -256,6 +256,12 @@ export interface CliAdapter {
    * slow. Unset: the engine never presses anything on its own.
    */
   readonly stallKeys?: StallKeys;
+  /**
+   * Keys that empty the prompt after a turn ended interrupted, for a TUI that puts the interrupted
+   * message back in its input (Qwen Code): pressed once then, so the next paste is not appended
+   * to it. Unset: nothing is pressed.
+   */
+  readonly afterInterruptKeys?: string[];
   structured?: StructuredTransport;
   /**
    * The environment that points this CLI at cal's scripted model, in a throwaway HOME (or CLI

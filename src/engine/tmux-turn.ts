@@ -198,6 +198,11 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
     await hooks.onHandleChanged(handle, {});
   };
 
+  /** A TUI that put the interrupted message back in its input gets it emptied (adapter's keys). */
+  const clearInterruptedInput = async () => {
+    if (adapter.afterInterruptKeys?.length) await tmux.sendKeys(location.paneId, adapter.afterInterruptKeys);
+  };
+
   /** A transcript that holds records, none of a shape the adapter knows, is not an empty turn. */
   const refuseSchemaDrift = () => {
     if (recorded || fedRecords === 0 || observer.unknownRecords < fedRecords) return;
@@ -228,6 +233,7 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
         await settle('lost');
         return { handle, outcome: { status: 'lost', answer: null, error: `the ${adapter.name} process ended before the turn recorded its end (it recorded an interrupt while dying)`, turnKey: obs.turnKey, tools: observer.tools } };
       }
+      if (obs.status === 'interrupted') await clearInterruptedInput();
       await settle('idle');
       return { handle, outcome: { status: obs.status, answer: obs.answer, error: obs.error, turnKey: obs.turnKey, tools: observer.tools } };
     }
@@ -286,6 +292,7 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
       await tmux.sendKeys(location.paneId, ['Escape']);
     }
     if (cancelledAt !== null && Date.now() - cancelledAt > CANCEL_GRACE_MS) {
+      await clearInterruptedInput();
       await settle('idle');
       return {
         handle,

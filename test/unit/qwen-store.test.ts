@@ -47,6 +47,17 @@ describe('Qwen Code session file (0.24.4)', () => {
     expect(obs.observation).toMatchObject({ phase: 'ended', status: 'lost' });
   });
 
+  it('Escape mid-stream is interrupted, with the text so far: Qwen records the partial reply with no api_response and no usage before it', () => {
+    const escaped = fixtureRecords('qwen', 'interactive-escape-mid-stream.session');
+    const first = observe(escaped, 'Take your time [[cal:chunks=12]][[cal:chunk-delay=700]][[cal:lines=12]]');
+    expect(first.observation).toMatchObject({ phase: 'ended', status: 'completed' });
+    const obs = observe(escaped, 'Take your time again [[cal:chunks=12]][[cal:chunk-delay=700]][[cal:lines=12]]');
+    expect(obs.observation).toMatchObject({ phase: 'ended', status: 'interrupted', error: 'the turn was interrupted' });
+    expect((obs.observation as { answer: string }).answer).toMatch(/^1\/12 /);
+    // The next prompt, typed after the input was cleared, completes as usual.
+    expect(observe(escaped, 'hello after clear').observation).toMatchObject({ phase: 'ended', status: 'completed', answer: 'Received: hello after clear' });
+  });
+
   it('a request that keeps failing with HTTP 500 fails the turn at its 7th recorded attempt, with Qwen\'s error text', () => {
     const failing = fixtureRecords('qwen', 'interactive-http500.session');
     const attempts = failing.filter((r) => r.systemPayload?.uiEvent?.['event.name'] === 'qwen-code.api_error');

@@ -7,8 +7,8 @@ import { toolFromCall } from './store.js';
 
 /**
  * Structured transport: one headless `qwen --output-format stream-json` process per turn, the
- * message on stdin (`--input-format text`: Qwen reads a piped stdin as the prompt, so no argv size
- * limit and no flag parsing of the message), `--session-id <uuid>` on the first turn and
+ * message on stdin as one `--input-format stream-json` user line (no argv size limit, no flag
+ * parsing of the message, its text kept byte for byte), `--session-id <uuid>` on the first turn and
  * `--resume <uuid>` after. Measured on 0.24.4 (docs/qwen.md): the stream opens with
  * `system/init` (session_id), carries each model response as one `assistant` event (`content`
  * of `text` and `tool_use` blocks) and each tool result as a `user` event (`tool_result`
@@ -139,7 +139,9 @@ export async function runHeadlessTurn(req: StructuredRunRequest, sessionId: stri
     argv: run.argv,
     env: run.env,
     cwd: req.config.cwd,
-    stdin: req.message,
+    // One stream-json user line: the text reaches the model byte for byte (`--input-format text`
+    // appends "\n\n" to a piped prompt, measured on 0.24.4).
+    stdin: `${JSON.stringify({ type: 'user', message: { role: 'user', content: req.message } })}\n`,
     timeoutMs: req.timeoutMs,
     ...(req.signal ? { signal: req.signal } : {}),
     ...(req.onSpawned ? { onSpawned: req.onSpawned } : {}),

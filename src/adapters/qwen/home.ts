@@ -38,7 +38,7 @@ export const SCRIPTED_MODEL = 'scripted-model';
  * The settings of a Qwen home cal manages (demo, certify, tests): the OpenAI-compatible auth
  * (the key and base URL come from the environment), no update check, no SDK-level retries (a
  * failing request is tried 7 times by Qwen's own loop, which no setting shortens), and the
- * "Auto mode enabled" notice acknowledged. Nothing of this is written into a user's own home.
+ * "Auto mode enabled" notice acknowledged, the classic approval mode with shell commands allowed. Nothing of this is written into a user's own home.
  */
 export function scriptedSettings(): Record<string, unknown> {
   return {
@@ -47,6 +47,12 @@ export function scriptedSettings(): Record<string, unknown> {
     model: { generationConfig: { maxRetries: 0 } },
     privacy: { usageStatisticsEnabled: false },
     ui: { autoModeAcknowledged: true },
+    // Qwen's default "auto" mode asks a model classifier about each tool call, and a model that
+    // cannot classify (the scripted one) leaves a confirmation dialog up (measured: `sleep`) in a
+    // pane nobody watches, whatever the allow rules: the classic mode, with shell commands allowed
+    // as Gemini's home allows its shell tool.
+    tools: { approvalMode: 'default' },
+    permissions: { allow: ['ShellTool'] },
   };
 }
 

@@ -99,7 +99,7 @@ export async function findTranscript(env: Record<string, string>, cwd: string, s
 
 async function runStructured(req: StructuredRunRequest): Promise<StructuredTurnResult> {
   const sessionId = sessionIdOf(req);
-  const argv = [req.cli.realPath, ...sharedFlags(req), ...idFlags(req, sessionId), '--output-format', 'stream-json', '--input-format', 'text'];
+  const argv = [req.cli.realPath, ...sharedFlags(req), ...idFlags(req, sessionId), '--output-format', 'stream-json', '--input-format', 'stream-json'];
   return runHeadlessTurn(req, sessionId, {
     argv,
     env: req.env,
@@ -122,6 +122,9 @@ export const qwenAdapter: CliAdapter = {
   versions: qwenVersions,
   // Like Gemini CLI (its origin), an Enter in the same burst as the paste is taken into the text.
   pasteSubmitDelayMs: 300,
+  // Escape puts the interrupted prompt back in the input; one Ctrl+C empties it (a second one on
+  // an empty input within a moment would exit, so it is pressed once, only after an interrupt).
+  afterInterruptKeys: ['C-c'],
 
   async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
     const found = findExecutable('qwen', cliPath, env);

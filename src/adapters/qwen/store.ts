@@ -32,7 +32,7 @@ const Message = z.object({ role: z.string(), parts: z.array(Part) }).passthrough
 const Base = { uuid: z.string(), sessionId: z.string(), timestamp: z.string().optional() };
 
 const UserRecord = z.object({ ...Base, type: z.literal('user'), provenance: z.string().optional(), message: Message }).passthrough();
-const AssistantRecord = z.object({ ...Base, type: z.literal('assistant'), message: Message }).passthrough();
+const AssistantRecord = z.object({ ...Base, type: z.literal('assistant'), message: Message, usageMetadata: z.unknown().optional() }).passthrough();
 const ToolResultRecord = z
   .object({
     ...Base,
@@ -47,13 +47,15 @@ const ApiError = z.object({
   status_code: z.union([z.number(), z.string()]).optional(),
   subagent_name: z.string().optional(),
 });
+const ApiResponse = z.object({ 'event.name': z.literal('qwen-code.api_response'), subagent_name: z.string().optional() });
 const SystemRecord = z.object({ ...Base, type: z.literal('system'), subtype: z.string().optional(), systemPayload: z.unknown().optional() }).passthrough();
 
 export type QwenRecord =
   | { kind: 'user'; uuid: string; sessionId: string; text: string | null; human: boolean }
-  | { kind: 'assistant'; uuid: string; text: string; calls: Array<{ id: string; name: string; args: unknown }> }
+  | { kind: 'assistant'; uuid: string; text: string; calls: Array<{ id: string; name: string; args: unknown }>; usage: boolean }
   | { kind: 'tool_result'; uuid: string; callId: string | null; status: string | null; output: string | null }
   | { kind: 'api_error'; uuid: string; message: string; status: number | null }
+  | { kind: 'api_response'; uuid: string }
   | { kind: 'system'; uuid: string };
 
 /** The visible text of parts: every `text` part that is not reasoning, joined; null when there is none. */
@@ -84,7 +86,7 @@ export function classifyRecord(value: unknown): QwenRecord | null {
     const r = AssistantRecord.safeParse(value);
     if (!r.success) return null;
     const calls = r.data.message.parts.flatMap((p) => (p.functionCall ? [{ id: p.functionCall.id ?? p.functionCall.name, name: p.functionCall.name, args: p.functionCall.args ?? {} }] : []));
-    return { kind: 'assistant', uuid: r.data.uuid, text: partsText(r.data.message.parts) ?? '', calls };
+    return { kind: 'assistant', uuid: r.data.uuid, text: partsText(r.data.message.parts) ?? '', calls, usage: r.data.usageMetadata !== undefined };
   }
   if (type === 'tool_result') {
     const r = ToolResultRecord.safeParse(value);
@@ -104,6 +106,8 @@ export function classifyRecord(value: unknown): QwenRecord | null {
       const status = Number(apiError.data.status_code);
       return { kind: 'api_error', uuid: r.data.uuid, message: apiError.data.error_message ?? 'the model request failed', status: Number.isFinite(status) ? status : null };
     }
+    const apiResponse = r.data.subtype === 'ui_telemetry' ? ApiResponse.safeParse(event) : null;
+    if (apiResponse?.success && apiResponse.data.subagent_name === undefined) return { kind: 'api_response', uuid: r.data.uuid };
     return { kind: 'system', uuid: r.data.uuid };
   }
   return null;
@@ -147,9 +151,11 @@ function retried(status: number | null): boolean {
  * Follows one turn in the session file. Qwen writes no end-of-turn record, so:
  * - our turn starts at the first human `user` record (not older than the send) holding our
  *   message; its uuid is the turn key;
- * - completed: an `assistant` record with text and no function call (a response is recorded once,
- *   when its stream ended; one that calls tools is followed by their `tool_result` records and a
- *   later response);
+ * - completed: an `assistant` record with text and no function call, of a response whose stream
+ *   ended (its `qwen-code.api_response` record comes first, and it carries `usageMetadata`); one
+ *   that calls tools is followed by their `tool_result` records and a later response;
+ * - interrupted: an `assistant` record with neither (Escape mid-stream records the text so far,
+ *   and nothing else);
  * - failed: an `api_error` with a status Qwen does not retry, or the MAX_ATTEMPTS-th in a row for
  *   one request (the TUI then shows the error and records nothing more);
  * - lost: a newer human `user` record before any end.
@@ -159,6 +165,8 @@ export class QwenTurnObserver extends TranscriptTurnObserver<QwenRecord> {
   private readonly order: string[] = [];
   private failedAttempts = 0;
   private requestOpen = false;
+  /** Qwen logged the end of the current response's stream (its `api_response` record). */
+  private responseEnded = false;
 
   get awaitingModel(): boolean {
     return this.phase === 'running' && this.requestOpen;
@@ -181,17 +189,24 @@ export class QwenTurnObserver extends TranscriptTurnObserver<QwenRecord> {
 
   protected whileRunning(rec: QwenRecord): void {
     switch (rec.kind) {
-      case 'assistant':
+      case 'api_response':
+        this.responseEnded = true;
+        return;
+      case 'assistant': {
         this.requestOpen = false;
         this.failedAttempts = 0;
+        const finished = this.responseEnded || rec.usage;
+        this.responseEnded = false;
         for (const call of rec.calls) {
           if (!this.calls.has(call.id)) this.order.push(call.id);
           this.calls.set(call.id, { name: call.name, args: call.args, output: null, status: null });
         }
         this.refreshTools();
         if (rec.text.trim() !== '') this.lastAnswer = rec.text;
-        if (rec.calls.length === 0 && rec.text.trim() !== '') this.end('completed', rec.text, null);
+        if (!finished) this.end('interrupted', rec.text.trim() === '' ? null : rec.text, 'the turn was interrupted');
+        else if (rec.calls.length === 0 && rec.text.trim() !== '') this.end('completed', rec.text, null);
         return;
+      }
       case 'tool_result': {
         this.requestOpen = true;
         this.failedAttempts = 0;
