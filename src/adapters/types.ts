@@ -262,6 +262,12 @@ export interface CliAdapter {
    * to it. Unset: nothing is pressed.
    */
   readonly afterInterruptKeys?: string[];
+  /**
+   * Keys that stop a TUI still retrying a request after cal failed its turn (Qwen Code retries a
+   * failing model for about a minute; Escape stops it and puts the prompt back in the input):
+   * pressed once when a turn ends failed, then `afterInterruptKeys` a moment later. Unset: none.
+   */
+  readonly afterFailKeys?: string[];
   structured?: StructuredTransport;
   /**
    * The environment that points this CLI at cal's scripted model, in a throwaway HOME (or CLI

@@ -36,6 +36,8 @@ const RESUBMIT_AFTER_MS = 3000;
 const INTERRUPT_DEATH_MS = 1000;
 /** After a cancel, how long the CLI has to record its own interrupt before cal settles the turn. */
 const CANCEL_GRACE_MS = 10_000;
+/** Between the keys that stop a failing CLI's retries and those that empty its input. */
+const AFTER_FAIL_PAUSE_MS = 1000;
 
 type Mode = 'fresh' | 'resume' | 'paste';
 
@@ -234,6 +236,12 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
         return { handle, outcome: { status: 'lost', answer: null, error: `the ${adapter.name} process ended before the turn recorded its end (it recorded an interrupt while dying)`, turnKey: obs.turnKey, tools: observer.tools } };
       }
       if (obs.status === 'interrupted') await clearInterruptedInput();
+      if (obs.status === 'failed' && adapter.afterFailKeys?.length) {
+        await tmux.sendKeys(location.paneId, adapter.afterFailKeys);
+        // The TUI puts the stopped prompt back in its input first, then it is emptied.
+        await new Promise((resolve) => setTimeout(resolve, AFTER_FAIL_PAUSE_MS));
+        await clearInterruptedInput();
+      }
       await settle('idle');
       return { handle, outcome: { status: obs.status, answer: obs.answer, error: obs.error, turnKey: obs.turnKey, tools: observer.tools } };
     }

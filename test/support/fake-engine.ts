@@ -230,6 +230,8 @@ export interface FakeAdapterOptions {
   refuse?: (text: string) => string | null;
   promptRecordedWithinMs?: number;
   stallKeys?: StallKeys;
+  afterInterruptKeys?: string[];
+  afterFailKeys?: string[];
 }
 
 export function fakeAdapter(cli: FakeCli, opts: FakeAdapterOptions = {}): CliAdapter & { launches: LaunchRequest[]; prepared: number } {
@@ -275,6 +277,8 @@ export function fakeAdapter(cli: FakeCli, opts: FakeAdapterOptions = {}): CliAda
     ...(opts.structured ? { structured: { run: opts.structured, ...(opts.structuredStart ? { start: opts.structuredStart } : {}) } } : {}),
     ...(opts.promptRecordedWithinMs ? { promptRecordedWithinMs: opts.promptRecordedWithinMs } : {}),
     ...(opts.stallKeys ? { stallKeys: opts.stallKeys } : {}),
+    ...(opts.afterInterruptKeys ? { afterInterruptKeys: opts.afterInterruptKeys } : {}),
+    ...(opts.afterFailKeys ? { afterFailKeys: opts.afterFailKeys } : {}),
     async scriptedModelEnv() {
       return {};
     },

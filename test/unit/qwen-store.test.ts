@@ -58,13 +58,13 @@ describe('Qwen Code session file (0.24.4)', () => {
     expect(observe(escaped, 'hello after clear').observation).toMatchObject({ phase: 'ended', status: 'completed', answer: 'Received: hello after clear' });
   });
 
-  it('a request that keeps failing with HTTP 500 fails the turn at its 7th recorded attempt, with Qwen\'s error text', () => {
+  it('a request that keeps failing with HTTP 500 fails the turn at its 3rd recorded attempt (of Qwen\'s 7), with Qwen\'s error text', () => {
     const failing = fixtureRecords('qwen', 'interactive-http500.session');
     const attempts = failing.filter((r) => r.systemPayload?.uiEvent?.['event.name'] === 'qwen-code.api_error');
     expect(attempts).toHaveLength(7);
-    const early = observe(failing, 'This fails [[cal:http=500]]', failing.indexOf(attempts[5]) + 1);
+    const early = observe(failing, 'This fails [[cal:http=500]]', failing.indexOf(attempts[1]) + 1);
     expect(early.observation.phase).toBe('running');
-    const obs = observe(failing, 'This fails [[cal:http=500]]');
+    const obs = observe(failing, 'This fails [[cal:http=500]]', failing.indexOf(attempts[2]) + 1);
     expect(obs.observation).toMatchObject({ phase: 'ended', status: 'failed', answer: null, error: '500 Mock internal server error' });
   });
 

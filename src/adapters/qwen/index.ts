@@ -125,6 +125,8 @@ export const qwenAdapter: CliAdapter = {
   // Escape puts the interrupted prompt back in the input; one Ctrl+C empties it (a second one on
   // an empty input within a moment would exit, so it is pressed once, only after an interrupt).
   afterInterruptKeys: ['C-c'],
+  // A model that keeps failing: at cal's third attempt (store.ts) Escape stops Qwen's own retries.
+  afterFailKeys: ['Escape'],
 
   async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
     const found = findExecutable('qwen', cliPath, env);

@@ -137,10 +137,13 @@ export function toolFromCall(call: { name: string; args: unknown }, output: stri
 }
 
 /**
- * Attempts Qwen makes at one model request that keeps failing with a status it retries (429, 5xx),
- * each recorded as an `api_error`: 7 in 0.24.4 (`DEFAULT_RETRY_OPTIONS.maxAttempts`, no setting).
+ * Attempts at one model request that keeps failing with a status Qwen retries (429, 5xx), each
+ * recorded as an `api_error`, after which the turn is failed. Qwen itself makes 7 in 0.24.4
+ * (`DEFAULT_RETRY_OPTIONS.maxAttempts`, backoff from 1.5 s doubling to 30 s: about 77 s; no
+ * setting changes it). cal bounds a failing model at 3 attempts, as it caps Gemini CLI's: at the
+ * third the turn fails, and the adapter's `afterFailKeys` (Escape) stop Qwen's loop in the pane.
  */
-export const MAX_ATTEMPTS = 7;
+export const MAX_ATTEMPTS = 3;
 
 /** Statuses Qwen's retry loop tries again (0.24.4): 429 and 5xx; anything else fails at once. */
 function retried(status: number | null): boolean {
@@ -157,7 +160,7 @@ function retried(status: number | null): boolean {
  * - interrupted: an `assistant` record with neither (Escape mid-stream records the text so far,
  *   and nothing else);
  * - failed: an `api_error` with a status Qwen does not retry, or the MAX_ATTEMPTS-th in a row for
- *   one request (the TUI then shows the error and records nothing more);
+ *   one request (cal then stops Qwen's own retries, which would go on for about a minute);
  * - lost: a newer human `user` record before any end.
  */
 export class QwenTurnObserver extends TranscriptTurnObserver<QwenRecord> {
