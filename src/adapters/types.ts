@@ -290,6 +290,18 @@ export interface CliAdapter {
    * slow. Unset: the engine never presses anything on its own.
    */
   readonly stallKeys?: StallKeys;
+  /**
+   * Keys that empty the prompt after a turn ended interrupted, for a TUI that puts the interrupted
+   * message back in its input (Qwen Code): pressed once then, so the next paste is not appended
+   * to it. Unset: nothing is pressed.
+   */
+  readonly afterInterruptKeys?: string[];
+  /**
+   * Keys that stop a TUI still retrying a request after cal failed its turn (Qwen Code retries a
+   * failing model for about a minute; Escape stops it and puts the prompt back in the input):
+   * pressed once when a turn ends failed, then `afterInterruptKeys` a moment later. Unset: none.
+   */
+  readonly afterFailKeys?: string[];
   structured?: StructuredTransport;
   /**
    * The environment that points this CLI at cal's scripted model, in a throwaway HOME (or CLI

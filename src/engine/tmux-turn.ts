@@ -44,6 +44,8 @@ const CANCEL_GRACE_MS = 10_000;
  * Anything the CLI records after the Escape brings the full grace back.
  */
 const QUIET_CANCEL_GRACE_MS = 1500;
+/** Between the keys that stop a failing CLI's retries and those that empty its input. */
+const AFTER_FAIL_PAUSE_MS = 1000;
 
 type Mode = 'fresh' | 'resume' | 'paste';
 
@@ -217,6 +219,11 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
     await hooks.onHandleChanged(handle, {});
   };
 
+  /** A TUI that put the interrupted message back in its input gets it emptied (adapter's keys). */
+  const clearInterruptedInput = async () => {
+    if (adapter.afterInterruptKeys?.length) await tmux.sendKeys(location.paneId, adapter.afterInterruptKeys);
+  };
+
   /** A transcript that holds records, none of a shape the adapter knows, is not an empty turn. */
   const refuseSchemaDrift = () => {
     if (recorded || fedRecords === 0 || observer.unknownRecords < fedRecords) return;
@@ -246,6 +253,13 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
         // turn was lost, not interrupted by a person at the pane (whose CLI keeps running).
         await settle('lost');
         return { handle, outcome: { status: 'lost', answer: null, error: `the ${adapter.name} process ended before the turn recorded its end (it recorded an interrupt while dying)`, turnKey: obs.turnKey, tools: observer.tools } };
+      }
+      if (obs.status === 'interrupted') await clearInterruptedInput();
+      if (obs.status === 'failed' && adapter.afterFailKeys?.length) {
+        await tmux.sendKeys(location.paneId, adapter.afterFailKeys);
+        // The TUI puts the stopped prompt back in its input first, then it is emptied.
+        await new Promise((resolve) => setTimeout(resolve, AFTER_FAIL_PAUSE_MS));
+        await clearInterruptedInput();
       }
       await settle('idle');
       return { handle, outcome: { status: obs.status, answer: obs.answer, error: obs.error, turnKey: obs.turnKey, tools: observer.tools } };
@@ -315,6 +329,7 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
     }
     const grace = quietAtCancel && cancelledAt !== null && lastRecordAt < cancelledAt ? QUIET_CANCEL_GRACE_MS : CANCEL_GRACE_MS;
     if (cancelledAt !== null && Date.now() - cancelledAt > grace) {
+      await clearInterruptedInput();
       await settle('idle');
       return {
         handle,

@@ -273,6 +273,8 @@ export interface FakeAdapterOptions {
   stallKeys?: StallKeys;
   /** How the fake reads and clears its input box (default: `> ` row, End C-u); null: no way. */
   draft?: DraftControl | null;
+  afterInterruptKeys?: string[];
+  afterFailKeys?: string[];
 }
 
 export function fakeAdapter(cli: FakeCli, opts: FakeAdapterOptions = {}): CliAdapter & { launches: LaunchRequest[]; prepared: number } {
@@ -319,6 +321,8 @@ export function fakeAdapter(cli: FakeCli, opts: FakeAdapterOptions = {}): CliAda
     ...(opts.promptRecordedWithinMs ? { promptRecordedWithinMs: opts.promptRecordedWithinMs } : {}),
     ...(opts.stallKeys ? { stallKeys: opts.stallKeys } : {}),
     ...(opts.draft === null ? {} : { draft: opts.draft ?? fakeDraft }),
+    ...(opts.afterInterruptKeys ? { afterInterruptKeys: opts.afterInterruptKeys } : {}),
+    ...(opts.afterFailKeys ? { afterFailKeys: opts.afterFailKeys } : {}),
     async scriptedModelEnv() {
       return {};
     },
