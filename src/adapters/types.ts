@@ -256,6 +256,11 @@ export interface CliAdapter {
    * slow. Unset: the engine never presses anything on its own.
    */
   readonly stallKeys?: StallKeys;
+  /**
+   * The key a person presses at the pane to interrupt a running turn (tmux key names), for a TUI
+   * that Escape does not interrupt (GitHub Copilot CLI: Ctrl-C). Unset: Escape.
+   */
+  readonly interruptKeys?: readonly string[];
   structured?: StructuredTransport;
   /**
    * The environment that points this CLI at cal's scripted model, in a throwaway HOME (or CLI

@@ -283,7 +283,7 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
       // Cancelled as Ctrl-C would: interrupt the CLI the way a person at the pane does, and let
       // it record the interrupt, so the turn is settled from the transcript.
       cancelledAt = Date.now();
-      await tmux.sendKeys(location.paneId, ['Escape']);
+      await tmux.sendKeys(location.paneId, [...(adapter.interruptKeys ?? ['Escape'])]);
     }
     if (cancelledAt !== null && Date.now() - cancelledAt > CANCEL_GRACE_MS) {
       await settle('idle');
