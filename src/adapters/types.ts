@@ -302,6 +302,11 @@ export interface CliAdapter {
    * pressed once when a turn ends failed, then `afterInterruptKeys` a moment later. Unset: none.
    */
   readonly afterFailKeys?: string[];
+  /**
+   * The key a person presses at the pane to interrupt a running turn (tmux key names), for a TUI
+   * that Escape does not interrupt (GitHub Copilot CLI: Ctrl-C). Unset: Escape.
+   */
+  readonly interruptKeys?: readonly string[];
   structured?: StructuredTransport;
   /**
    * The environment that points this CLI at cal's scripted model, in a throwaway HOME (or CLI

@@ -6,6 +6,7 @@ import { packagePath } from '../util/package-root.js';
 import { feedJsonLines } from '../util/json-lines.js';
 import { z } from '../util/zod.js';
 import { execa } from 'execa';
+import { loadCliAdapter } from '../adapters/registry.js';
 import type { Capabilities } from '../adapters/types.js';
 import type { PinnedCli, ProviderName, Transport } from '../handles/schema.js';
 import { startModelServer, type ModelRequestLogEntry, type ModelServer } from '../model/server.js';
@@ -332,6 +333,12 @@ export class ScenarioContext {
     await fs.mkdir(base.HOME, { recursive: true, mode: 0o700 });
     const env = await AgentSessions.scriptedModelEnv(this.provider, dir, proxy.url, base);
     return { env, bodies: () => proxy.bodies() };
+  }
+
+  /** Interrupts the running turn as a user at the pane would: Escape, or the CLI's own interrupt key. */
+  async interrupt(ref: string): Promise<void> {
+    const adapter = await loadCliAdapter(this.provider);
+    await this.pressKeys(ref, [...(adapter.interruptKeys ?? ['Escape'])]);
   }
 
   /** Presses keys in the session's pane, as a user at the terminal would. */

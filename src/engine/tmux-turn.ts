@@ -325,7 +325,7 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
       // it record the interrupt, so the turn is settled from the transcript.
       cancelledAt = Date.now();
       quietAtCancel = observer.partialAnswer === '' && observer.tools.length === 0;
-      await tmux.sendKeys(location.paneId, ['Escape']);
+      await tmux.sendKeys(location.paneId, [...(adapter.interruptKeys ?? ['Escape'])]);
     }
     const grace = quietAtCancel && cancelledAt !== null && lastRecordAt < cancelledAt ? QUIET_CANCEL_GRACE_MS : CANCEL_GRACE_MS;
     if (cancelledAt !== null && Date.now() - cancelledAt > grace) {

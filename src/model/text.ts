@@ -29,13 +29,23 @@ export function isInjectedText(text: string): boolean {
 }
 
 /**
+ * The clock GitHub Copilot CLI puts before every user message it sends
+ * (`<current_datetime>…</current_datetime>` and a blank line): it is not the user's words, and a
+ * directive or an echo must see the message as typed.
+ */
+const COPILOT_DATETIME_PREFIX = /^<current_datetime>[^<]*<\/current_datetime>\n*/;
+
+/**
  * The user's own text of one block: null for an injected block; otherwise the text with any
- * embedded `<system-reminder>…</system-reminder>` sections removed.
+ * leading `<current_datetime>` clock and embedded `<system-reminder>…</system-reminder>` sections
+ * removed.
  */
 export function userOwnText(text: string): string | null {
-  if (isInjectedText(text)) return null;
-  if (!text.includes('<system-reminder>')) return text;
-  const cleaned = text.replace(/<system-reminder>[\s\S]*?<\/system-reminder>/g, '').trim();
+  const own = text.replace(COPILOT_DATETIME_PREFIX, '');
+  if (own !== text && own.trim() === '') return null;
+  if (isInjectedText(own)) return null;
+  if (!own.includes('<system-reminder>')) return own;
+  const cleaned = own.replace(/<system-reminder>[\s\S]*?<\/system-reminder>/g, '').trim();
   return cleaned === '' ? null : cleaned;
 }
 

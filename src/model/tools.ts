@@ -34,9 +34,9 @@ export function shellArgs(tool: OfferedTool | null, command: string, defaultKey:
   return args;
 }
 
-/** Candidate flat names under which a CLI may expose MCP tool TOOL of server SERVER. */
+/** Candidate flat names under which a CLI may expose MCP tool TOOL of server SERVER (GitHub Copilot CLI: `server-tool`). */
 export function mcpNameCandidates(server: string, tool: string): string[] {
-  return [`mcp__${server}__${tool}`, `mcp_${server}_${tool}`, `${server}__${tool}`, tool];
+  return [`mcp__${server}__${tool}`, `mcp_${server}_${tool}`, `${server}__${tool}`, `${server}-${tool}`, tool];
 }
 
 /** Resolve an intent with a dialect's preferences; `shellNames[0]` and `mcpDefault` are used when nothing offered matches. */

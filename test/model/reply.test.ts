@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { codewordIn, conversationalAnswer, numberedLines, planReply, SIDE_TITLE } from '../../src/model/reply.js';
 import { firstOutputLine, splitText, synthesizeFromSchema, userOwnText } from '../../src/model/text.js';
+import { resolveWith } from '../../src/model/tools.js';
 import type { ConversationItem, ParsedModelRequest } from '../../src/model/types.js';
 import fc from 'fast-check';
 
@@ -99,6 +100,12 @@ describe('directives', () => {
     expect(mcp.tool).toEqual({ type: 'mcp', server: 'probe', tool: 'echo', args: { text: 'x' } });
   });
 
+  it('an MCP tool is called by the name the CLI offers it under (GitHub Copilot CLI 1.0.102: server-tool)', () => {
+    const offered = [{ name: 'bash', parameters: {} }, { name: 'probe-echo', parameters: {} }];
+    const call = resolveWith({ type: 'mcp', server: 'probe', tool: 'echo', args: { text: 'x' } }, offered, 'c1', { shellNames: ['bash'], shellKey: 'command', shellDescription: false, mcpDefault: (s, t) => ({ name: `mcp__${s}__${t}` }) });
+    expect(call).toEqual({ id: 'c1', name: 'probe-echo', args: { text: 'x' } });
+  });
+
   it('several tool directives run one after another, one call per request', () => {
     const msg = 'both [[cal:shell=echo one]] [[cal:mcp=probe.echo {"text":"two"}]]';
     const call = (id: string) => ({ kind: 'tool_call' as const, id, name: 'x' });
@@ -134,6 +141,10 @@ describe('text helpers', () => {
     expect(userOwnText('[Request interrupted by user]')).toBeNull();
     expect(userOwnText('hi <system-reminder>x</system-reminder>')).toBe('hi');
     expect(userOwnText('plain')).toBe('plain');
+    // GitHub Copilot CLI 1.0.102 prefixes every user message with its clock.
+    expect(userOwnText('<current_datetime>2026-12-05T18:39:24.590+00:00</current_datetime>\n\nRemember KIWI.')).toBe('Remember KIWI.');
+    expect(userOwnText('<current_datetime>2026-12-05T18:39:24.590+00:00</current_datetime>\n\n[[cal:echo]] hi')).toBe('[[cal:echo]] hi');
+    expect(userOwnText('see <current_datetime>x</current_datetime>')).toBe('see <current_datetime>x</current_datetime>');
   });
 
   it('takes the first line after an Output: label', () => {

@@ -3,18 +3,19 @@ import { realpathSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { claudeCodeAdapter } from '../../src/adapters/claude-code/index.js';
+import { copilotAdapter } from '../../src/adapters/copilot/index.js';
 import { geminiAdapter } from '../../src/adapters/gemini/index.js';
 import { qwenAdapter } from '../../src/adapters/qwen/index.js';
 import { tmuxSocketFor } from '../../src/engine/tmux-socket.js';
 import { startModelServer, type ModelServer } from '../../src/model/server.js';
 import { baseEnv, killStateTmux, runCal, scratchDir, type CalRun } from './cal.js';
-import { calBin, cliBin, pinnedCli, pinnedCliOf, type PinnedCliName } from './clis.js';
+import { calBin, cliBin, copilotPackageCache, pinnedCli, pinnedCliOf, type PinnedCliName } from './clis.js';
 import { codexTestEnv } from './codex-home.js';
 import { writePiAgentDir } from './model-homes.js';
 import { removeScratch } from './scratch.js';
 
 /** The CLIs a suite can drive. */
-export type SuiteProvider = 'claude-code' | 'codex' | 'pi' | 'gemini' | 'qwen';
+export type SuiteProvider = 'claude-code' | 'codex' | 'pi' | 'gemini' | 'qwen' | 'copilot';
 
 /** The pinned binary (test/support/clis.ts) of each provider. */
 export const pinnedName: Record<SuiteProvider, PinnedCliName> = pinnedCliOf;
@@ -59,6 +60,9 @@ const homes: Record<SuiteProvider, (root: string, modelUrl: string, base: Record
   async qwen(root, modelUrl, base) {
     const env = await qwenAdapter.scriptedModelEnv(root, modelUrl, base);
     return { env, configDir: path.join(env.HOME!, '.qwen') };
+  async copilot(root, modelUrl, base) {
+    const env = await copilotAdapter.scriptedModelEnv(root, modelUrl, { ...base, COPILOT_PKG_CACHE_HOME: copilotPackageCache });
+    return { env, configDir: env.COPILOT_HOME! };
   },
 };
 

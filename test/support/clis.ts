@@ -12,12 +12,13 @@ export const pinnedCli = {
   gemini: { bin: 'gemini', version: '0.61.0' },
   pi: { bin: 'pi', version: '1.6.0' },
   qwen: { bin: 'qwen', version: '0.24.4' },
+  copilot: { bin: 'copilot', version: '1.0.102' },
 } as const;
 
 export type PinnedCliName = keyof typeof pinnedCli;
 
 /** Each provider's pinned CLI, by its name in pinnedCli. */
-export const pinnedCliOf = { 'claude-code': 'claude', codex: 'codex', pi: 'pi', gemini: 'gemini', qwen: 'qwen' } as const satisfies Record<string, PinnedCliName>;
+export const pinnedCliOf = { 'claude-code': 'claude', codex: 'codex', pi: 'pi', gemini: 'gemini', qwen: 'qwen', copilot: 'copilot' } as const satisfies Record<string, PinnedCliName>;
 
 /** Path of a pinned CLI binary installed by `npm ci`; throws if it is missing so tests fail loudly. */
 export function cliBin(name: PinnedCliName): string {
@@ -28,3 +29,9 @@ export function cliBin(name: PinnedCliName): string {
 
 /** The built `cal` entry (tests run the built CLI as a black box). */
 export const calBin = path.join(repoRoot, 'bin', 'cal.cjs');
+
+/**
+ * Where GitHub Copilot CLI unpacks its ~235 MB package (`COPILOT_PKG_CACHE_HOME`): one folder for
+ * every test, so a throwaway HOME does not unpack it again.
+ */
+export const copilotPackageCache = path.join(repoRoot, '.tmp', 'copilot-pkg-cache');

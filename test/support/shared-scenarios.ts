@@ -8,7 +8,7 @@ export const TIMEOUT = ['--timeout', '60'];
 
 /** What the shared scenarios need to know of one CLI; the rest of them is the same for each. */
 export interface TmuxScenarioSpec {
-  provider: 'codex' | 'pi';
+  provider: 'codex' | 'pi' | 'copilot';
   /** Names the suite's scratch folder. */
   prefix: string;
   /** Where the first start runs, as the scenario's name says it. */

@@ -23,17 +23,17 @@ import { loadedFiles, writeLoadRecorder } from '../support/load-recorder.js';
  * the engine's pin check and stops there (cli_missing) without starting anything.
  */
 const run = promisify(execFile);
-const adapterFolders = ['claude-code', 'codex', 'gemini', 'pi', 'cursor', 'agy', 'qwen', 'api'];
+const adapterFolders = ['claude-code', 'codex', 'gemini', 'pi', 'cursor', 'agy', 'qwen', 'copilot', 'api'];
 
 describe('the adapter registry', () => {
   it('loads each adapter once and keeps the usage error for a provider without a CLI adapter', async () => {
     const codex = await loadCliAdapter('codex');
     expect(codex.name).toBe('codex');
     expect(await loadCliAdapter('codex')).toBe(codex);
-    expect((await loadRegisteredAdapters()).map((a) => a.name)).toEqual(['claude-code', 'codex', 'gemini', 'pi', 'cursor', 'agy', 'qwen']);
+    expect((await loadRegisteredAdapters()).map((a) => a.name)).toEqual(['claude-code', 'codex', 'gemini', 'pi', 'cursor', 'agy', 'qwen', 'copilot']);
     const refused = await loadCliAdapter('anthropic').catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(CalError);
-    expect(refused).toMatchObject({ kind: 'usage', message: 'provider anthropic has no adapter in this version of cal; available: claude-code, codex, gemini, pi, cursor, agy, qwen' });
+    expect(refused).toMatchObject({ kind: 'usage', message: 'provider anthropic has no adapter in this version of cal; available: claude-code, codex, gemini, pi, cursor, agy, qwen, copilot' });
     expect((await loadApiAdapter('openai'))?.name).toBe('openai');
     expect(await loadApiAdapter('codex')).toBeNull();
   });

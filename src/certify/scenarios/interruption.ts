@@ -14,7 +14,7 @@ function settle(p: Promise<TurnResult>): Promise<Settled> {
   );
 }
 
-/** Sends a slowly streamed answer and presses Escape while it streams (as a user would). */
+/** Sends a slowly streamed answer and interrupts it while it streams (Escape, or the CLI's own key, as a user would). */
 async function interruptSlowTurn(ctx: ScenarioContext, ref: string): Promise<{ result: Settled; settleMs: number }> {
   const nonce = ctx.codeword('INT');
   const text = `Take your time ${nonce}`;
@@ -25,7 +25,7 @@ async function interruptSlowTurn(ctx: ScenarioContext, ref: string): Promise<{ r
   await ctx.waitFor('the slow answer to start streaming', () => ctx.model.carrying(text, mark).length > 0, 30_000);
   await sleep(2500);
   const pressed = Date.now();
-  await ctx.pressKeys(ref, ['Escape']);
+  await ctx.interrupt(ref);
   const result = await running;
   return { result, settleMs: Date.now() - pressed };
 }

@@ -1,0 +1,93 @@
+import { randomUUID } from '../../util/random.js';
+import type { PinnedCli } from '../../handles/schema.js';
+import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
+import { findExecutable, pinCli } from '../resolve.js';
+import { pinSupported, type SupportedVersions } from '../versions.js';
+import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, ScriptedEnvOptions, SessionConfig, TranscriptBinding } from '../types.js';
+import { copilotVersion, nativeCopilotBinary } from './binary.js';
+import { classifyEvent, CopilotTurnObserver, normaliseForMatch } from './events.js';
+import { eventsFile, scriptedCopilotEnv, trustFolder } from './home.js';
+import { checkConfig, copilotToolPolicies, sessionEnv, sessionFlags, sessionIdFor } from './launch.js';
+
+/**
+ * GitHub Copilot CLI (`@github/copilot`, measured on 1.0.102; docs/copilot.md).
+ *
+ * tmux transport. cal chooses the session id (`--session-id=<uuid>` creates it) and resumes it
+ * with `--resume=<uuid>`; the first message of every launch goes in `--interactive=<message>`
+ * (the TUI submits it once it is ready; the `=` form keeps a leading '-' text). Answer and end
+ * come only from Copilot's own event log, `<COPILOT_HOME>/session-state/<id>/events.jsonl`
+ * (events.ts). Folder trust is pre-answered only in a Copilot home cal manages (home.ts); in the
+ * user's own home the dialog is the user's, and a message it holds back fails at once
+ * (`promptRecordedWithinMs`) instead of waiting for the timeout.
+ */
+/** Only the pinned release has been measured and certified so far: it is the floor too. */
+export const copilotVersions: SupportedVersions = { floor: '1.0.102', certified: '1.0.102' };
+
+export const copilotAdapter: CliAdapter = {
+  name: 'copilot',
+  executable: 'copilot',
+  capabilities: {
+    tmuxContinuation: true,
+    nativeResumeInTmux: true,
+    structuredTransport: false,
+    apiOnly: false,
+    // Sessions are kept by id in one folder, whatever the working directory; cal still relaunches
+    // in the original one.
+    needsStableWorkingDir: false,
+  },
+  toolPolicies: copilotToolPolicies,
+  envNames: ['HOME', 'COPILOT_HOME', 'COPILOT_PROVIDER_BASE_URL', 'COPILOT_PROVIDER_TYPE', 'COPILOT_PROVIDER_API_KEY', 'COPILOT_MODEL', 'COPILOT_OFFLINE'],
+  versions: copilotVersions,
+
+  async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
+    const found = findExecutable('copilot', cliPath, env);
+    const native = nativeCopilotBinary(found);
+    return pinSupported('GitHub Copilot CLI', await pinCli({ path: found.path, realPath: native }, env, copilotVersion), copilotVersions);
+  },
+
+  readVersion: copilotVersion,
+
+  async prepare(env: Record<string, string>, config: SessionConfig): Promise<boolean> {
+    checkConfig(config);
+    return trustFolder(env, config.cwd);
+  },
+
+  launch(req: LaunchRequest): LaunchPlan {
+    const session = sessionIdFor(req, randomUUID);
+    const argv = [req.cli.realPath, session.flag, ...sessionFlags(req), `--interactive=${req.message}`];
+    return { argv, env: sessionEnv(req), cwd: req.config.cwd, deliversMessage: true, sessionId: session.id };
+  },
+
+  async bindTranscript(req: BindRequest): Promise<TranscriptBinding | null> {
+    // Copilot writes the log at start (`session.start`), the prompt when it takes it.
+    if (!req.sessionId) return null;
+    const file = eventsFile(req.env, req.sessionId);
+    const read = await readJsonlFrom(file, 0);
+    if (read.missing) return null;
+    const needle = normaliseForMatch(req.message);
+    const recorded = read.records.some((r) => {
+      const rec = classifyEvent(r.value);
+      return rec?.kind === 'user' && !rec.injected && normaliseForMatch(rec.text).includes(needle);
+    });
+    return recorded ? { path: file, sessionId: req.sessionId } : null;
+  },
+
+  observeTurn(message: string, notBefore?: Date) {
+    return new CopilotTurnObserver(message, notBefore);
+  },
+
+  // The TUI records a prompt the moment it takes it, before any model reply (measured: < 50 ms).
+  promptRecordedWithinMs: 10_000,
+
+  // Escape does not interrupt a running turn (the footer says "esc esc interrupt", and two
+  // Escapes sent by tmux did nothing, measured); Ctrl-C does, and Copilot records `abort`.
+  interruptKeys: ['C-c'],
+
+  pasteText(message: string): string {
+    return message;
+  },
+
+  scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>, opts?: ScriptedEnvOptions): Promise<Record<string, string>> {
+    return scriptedCopilotEnv(dir, modelUrl, env, opts);
+  },
+};
