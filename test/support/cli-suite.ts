@@ -60,6 +60,7 @@ const homes: Record<SuiteProvider, (root: string, modelUrl: string, base: Record
   async qwen(root, modelUrl, base) {
     const env = await qwenAdapter.scriptedModelEnv(root, modelUrl, base);
     return { env, configDir: path.join(env.HOME!, '.qwen') };
+  },
   async copilot(root, modelUrl, base) {
     const env = await copilotAdapter.scriptedModelEnv(root, modelUrl, { ...base, COPILOT_PKG_CACHE_HOME: copilotPackageCache });
     return { env, configDir: env.COPILOT_HOME! };
