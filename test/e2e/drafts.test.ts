@@ -5,15 +5,16 @@ import { claudeCodeAdapter } from '../../src/adapters/claude-code/index.js';
 import { TmuxServer } from '../../src/tmux/tmux.js';
 import { handleFromStderr } from '../support/cal.js';
 import { installedMatrix, matrixVersions, type MatrixProvider } from '../support/cli-matrix.js';
-import { cliSuite, type CliSuite } from '../support/cli-suite.js';
-import { calBin } from '../support/clis.js';
+import { cliSuite, pinnedName, pinnedVersion, type CliSuite, type SuiteProvider } from '../support/cli-suite.js';
+import { calBin, cliBin } from '../support/clis.js';
 
 /**
  * Issue 41: a draft a person left in a live pane's input box (typed, never submitted) is cleared
  * before cal pastes, so the CLI sends cal's message alone; a turn cancelled in Claude Code, whose
  * prompt the TUI puts back into the box, never leaks into the next message either. The drafts are
  * typed with `tmux send-keys -l`, as a person attached to the pane types them. Every release of the
- * version matrix that is installed here (scripts/install-cli-matrix.mjs), the pinned one included.
+ * version matrix that is installed here (scripts/install-cli-matrix.mjs), the pinned one included, and
+ * the pinned release of the CLIs outside the matrix (GitHub Copilot CLI).
  * Run under `flock /tmp/cal-realcli.lock`; Pi 1.x needs Node 22 first on PATH (docs/node.md).
  */
 const SHORT_DRAFT = 'my half typed draft';
@@ -21,7 +22,12 @@ const LONG_DRAFT = Array.from({ length: 20 }, (_, i) => `draftword${i % 10}`).jo
 const QUESTION = 'What was the codeword?';
 
 const providers: MatrixProvider[] = ['claude-code', 'codex', 'pi', 'gemini'];
-const releases = providers.flatMap((p) => installedMatrix(p).map(({ version, bin }) => [p, version, bin] as const));
+// CLIs outside the version matrix: their pinned release.
+const pinnedOnly: SuiteProvider[] = ['copilot'];
+const releases = [
+  ...providers.flatMap((p) => installedMatrix(p).map(({ version, bin }) => [p as SuiteProvider, version, bin] as const)),
+  ...pinnedOnly.map((p) => [p, pinnedVersion(p), cliBin(pinnedName[p])] as const),
+];
 
 async function paneOf(s: CliSuite, handle: string): Promise<{ socket: string; paneId: string }> {
   return (await s.inspect(handle)).provider.tmux as { socket: string; paneId: string };

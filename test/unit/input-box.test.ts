@@ -3,6 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { claudeCodeAdapter } from '../../src/adapters/claude-code/index.js';
 import { codexAdapter } from '../../src/adapters/codex/index.js';
+import { copilotAdapter } from '../../src/adapters/copilot/index.js';
 import { geminiAdapter } from '../../src/adapters/gemini/index.js';
 import { piAdapter } from '../../src/adapters/pi/index.js';
 import type { CliAdapter } from '../../src/adapters/types.js';
@@ -14,7 +15,7 @@ import { fixturesDir } from '../support/fixtures.js';
  * clear a draft before a paste, never for an answer). Driven by screens recorded from the real
  * CLIs of every release of the version matrix (fixtures/screens/<cli>-<version>-input-box.json).
  */
-const adapters: Record<string, CliAdapter> = { 'claude-code': claudeCodeAdapter, codex: codexAdapter, gemini: geminiAdapter, pi: piAdapter };
+const adapters: Record<string, CliAdapter> = { 'claude-code': claudeCodeAdapter, codex: codexAdapter, copilot: copilotAdapter, gemini: geminiAdapter, pi: piAdapter };
 const LONG = Array.from({ length: 20 }, (_, i) => `draftword${i % 10}`).join('');
 
 const recorded = readdirSync(path.join(fixturesDir, 'screens')).filter((f) => f.endsWith('-input-box.json'));
@@ -22,7 +23,7 @@ const recorded = readdirSync(path.join(fixturesDir, 'screens')).filter((f) => f.
 describe('the input box read from recorded screens', () => {
   it('covers every CLI that takes pastes, on an old and the pinned release', () => {
     expect(new Set(recorded.map((f) => f.replace(/-\d[\d.]*-input-box\.json$/, '')))).toEqual(new Set(Object.keys(adapters)));
-    expect(recorded.length).toBeGreaterThanOrEqual(9);
+    expect(recorded.length).toBeGreaterThanOrEqual(10);
   });
 
   it.each(recorded)('%s: empty, a short draft, a 200-character draft, and what one Ctrl-U leaves', (file) => {
@@ -45,6 +46,26 @@ describe('the input box read from recorded screens', () => {
     const dialog = { lines: ['Do you trust the files in this folder?', '❯ 1. Yes, proceed', '  2. No, exit'], cursor: { x: 0, y: 0, visible: false } };
     for (const name of ['claude-code', 'pi']) expect(adapters[name]!.draft!.read(dialog)).toBeNull();
     expect(adapters.codex!.draft!.read({ lines: ['Working (3s)'], cursor: { x: 0, y: 0, visible: true } })).toBeNull();
+  });
+});
+
+describe("GitHub Copilot CLI's input box (1.0.102, recorded)", () => {
+  const { screens } = JSON.parse(readFileSync(path.join(fixturesDir, 'screens', 'copilot-1.0.102-input-box.json'), 'utf8')) as { screens: Record<string, string[]> };
+  const read = (name: string) => copilotAdapter.draft!.read({ lines: screens[name]!, cursor: { x: 0, y: 0, visible: true } });
+
+  it('reads the marker alone as empty, a one-letter draft and a completed slash command as drafts', () => {
+    expect(read('empty')).toBe('');
+    expect(read('one-letter')).toBe('x');
+    expect(read('slash-completion')).toBe('/add-dir');
+  });
+
+  it('reads the first line of a multi-line draft, and what stays after one End Ctrl-U', () => {
+    expect(read('multi-line')).toBe('line one');
+    expect(read('multi-after-ctrl-u')).toBe('line one');
+  });
+
+  it('reads no box under the folder-trust dialog', () => {
+    expect(read('trust-dialog')).toBeNull();
   });
 });
 

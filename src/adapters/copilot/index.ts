@@ -1,6 +1,7 @@
 import { randomUUID } from '../../util/random.js';
 import type { PinnedCli } from '../../handles/schema.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
+import { betweenRules } from '../input-box.js';
 import { findExecutable, pinCli } from '../resolve.js';
 import { pinSupported, type SupportedVersions } from '../versions.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, ScriptedEnvOptions, SessionConfig, TranscriptBinding } from '../types.js';
@@ -82,6 +83,13 @@ export const copilotAdapter: CliAdapter = {
   // Escape does not interrupt a running turn (the footer says "esc esc interrupt", and two
   // Escapes sent by tmux did nothing, measured); Ctrl-C does, and Copilot records `abort`.
   interruptKeys: ['C-c'],
+
+  /**
+   * The box is the rows between the last two rules, its first row opening with `❯` (alone when
+   * empty: 1.0.102 draws no placeholder there). End Ctrl-U empties a one-line draft however it
+   * wraps; a draft of several lines (typed with Ctrl-J) loses one line a round (docs/drafts.md).
+   */
+  draft: { read: betweenRules(/^❯(?: |$)/), keys: ['End', 'C-u'] },
 
   pasteText(message: string): string {
     return message;
