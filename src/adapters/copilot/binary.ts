@@ -50,7 +50,8 @@ export function nativeCopilotBinary(found: { path: string; realPath: string }): 
   const req = createRequire(path.join(root, 'package.json'));
   for (const pkg of platformPackages()) {
     try {
-      const binary = path.join(path.dirname(req.resolve(`${pkg}/package.json`)), 'copilot');
+      // The platform package exports only its binary (`".": "./copilot"`, as the loader resolves it), not its package.json.
+      const binary = req.resolve(pkg);
       if (existsSync(binary)) return binary;
     } catch {
       // not installed for this platform: the next candidate

@@ -1,11 +1,13 @@
+import { existsSync } from 'node:fs';
 import { randomUUID } from '../../util/random.js';
 import type { PinnedCli } from '../../handles/schema.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
 import { betweenRules } from '../input-box.js';
 import { findExecutable, pinCli } from '../resolve.js';
 import { pinSupported, type SupportedVersions } from '../versions.js';
-import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, ScriptedEnvOptions, SessionConfig, TranscriptBinding } from '../types.js';
+import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, ScriptedEnvOptions, SessionConfig, StructuredRunRequest, StructuredTurnResult, TranscriptBinding } from '../types.js';
 import { copilotVersion, nativeCopilotBinary } from './binary.js';
+import { runHeadlessTurn } from './headless.js';
 import { classifyEvent, CopilotTurnObserver, normaliseForMatch } from './events.js';
 import { eventsFile, scriptedCopilotEnv, trustFolder } from './home.js';
 import { checkConfig, copilotToolPolicies, sessionEnv, sessionFlags, sessionIdFor } from './launch.js';
@@ -20,9 +22,24 @@ import { checkConfig, copilotToolPolicies, sessionEnv, sessionFlags, sessionIdFo
  * (events.ts). Folder trust is pre-answered only in a Copilot home cal manages (home.ts); in the
  * user's own home the dialog is the user's, and a message it holds back fails at once
  * (`promptRecordedWithinMs`) instead of waiting for the timeout.
+ *
+ * Structured transport: Copilot's own JSON mode (`--output-format=json`, headless.ts): its stream
+ * is the event log's own events, ended by a `result` line, so one reader serves both transports;
+ * `copilot --acp` would need a long-lived process per session for what one process per turn does.
  */
 /** Only the pinned release has been measured and certified so far: it is the floor too. */
 export const copilotVersions: SupportedVersions = { floor: '1.0.102', certified: '1.0.102' };
+
+/** A structured turn: Copilot's JSON mode, one process per turn, the message on stdin (headless.ts). */
+function runStructured(req: StructuredRunRequest): Promise<StructuredTurnResult> {
+  const session = sessionIdFor(req, randomUUID);
+  const argv = [req.cli.realPath, session.flag, ...sessionFlags(req), '--output-format=json'];
+  return runHeadlessTurn(req, session.id, {
+    argv,
+    env: sessionEnv(req),
+    transcript: (id) => (existsSync(eventsFile(req.env, id)) ? eventsFile(req.env, id) : null),
+  });
+}
 
 export const copilotAdapter: CliAdapter = {
   name: 'copilot',
@@ -30,7 +47,7 @@ export const copilotAdapter: CliAdapter = {
   capabilities: {
     tmuxContinuation: true,
     nativeResumeInTmux: true,
-    structuredTransport: false,
+    structuredTransport: true,
     apiOnly: false,
     // Sessions are kept by id in one folder, whatever the working directory; cal still relaunches
     // in the original one.
@@ -93,6 +110,10 @@ export const copilotAdapter: CliAdapter = {
 
   pasteText(message: string): string {
     return message;
+  },
+
+  structured: {
+    run: (req) => runStructured(req),
   },
 
   scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>, opts?: ScriptedEnvOptions): Promise<Record<string, string>> {
