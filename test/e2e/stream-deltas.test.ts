@@ -6,8 +6,8 @@ import { cliSuite, type CliSuite, type SuiteProvider } from '../support/cli-suit
  * Issue 42: `--stream --json` on the structured transport prints the model's text as the CLI
  * streams it, not only at the end. The scripted model answers in 4 chunks 600 ms apart; the real
  * pinned CLI emits them as deltas (Claude `--include-partial-messages`, Pi `message_update`,
- * Gemini `-o stream-json`), so cal prints at least two text lines at least 300 ms apart before
- * its final object.
+ * Gemini `-o stream-json`, Copilot `--output-format=json` `assistant.message_delta`), so cal
+ * prints at least two text lines at least 300 ms apart before its final object.
  */
 interface Line {
   at: number;
@@ -31,7 +31,7 @@ function runTimed(suite: CliSuite, args: string[]): Promise<{ code: number; stdo
 const REPLY = 'alpha-bravo-charlie-delta-echo-foxtrot';
 const MESSAGE = `Stream this [[cal:chunks=4]][[cal:chunk-delay=600]][[cal:reply=${REPLY}]]`;
 
-describe.each<SuiteProvider>(['claude-code', 'pi', 'gemini'])('--stream --json on the structured transport: %s streams deltas', (provider) => {
+describe.each<SuiteProvider>(['claude-code', 'pi', 'gemini', 'copilot'])('--stream --json on the structured transport: %s streams deltas', (provider) => {
   let suite: CliSuite;
 
   beforeAll(async () => {
