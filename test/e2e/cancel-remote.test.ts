@@ -6,13 +6,14 @@ import { cliSuite, type CliSuite, type SuiteProvider } from '../support/cli-suit
  * `cal cancel` from a second process (issue 41), with the real pinned CLIs in real tmux against
  * the scripted model: a turn the model holds for 30 s ends within 3 s, the owning cal exits 11,
  * the handle is free and the session recalls; a busy refusal meanwhile is no turn and reaches no
- * model; on an idle handle cancel is a no-op. CAL_CANCEL_PROVIDERS picks the CLIs (default: all
- * four pane CLIs; Pi only where cal runs on Node >= 22.19, docs/node.md).
+ * model; on an idle handle cancel is a no-op. CAL_CANCEL_PROVIDERS picks the CLIs (default: the
+ * pane CLIs; Pi only where cal runs on Node >= 22.19, docs/node.md); Claude Code and Copilot on
+ * their structured transport too.
  */
 // Pi 1.x runs only on Node >= 22.19 (the node cal runs on is first on the CLIs' PATH): CI's.
 const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
 const nodeRunsPi = major > 22 || (major === 22 && minor >= 19);
-const providers = (process.env.CAL_CANCEL_PROVIDERS ?? (nodeRunsPi ? 'claude-code,codex,pi,gemini' : 'claude-code,codex,gemini')).split(',').filter(Boolean) as SuiteProvider[];
+const providers = (process.env.CAL_CANCEL_PROVIDERS ?? (nodeRunsPi ? 'claude-code,codex,pi,gemini,copilot' : 'claude-code,codex,gemini,copilot')).split(',').filter(Boolean) as SuiteProvider[];
 const HELD = 'Hold on [[cal:delay=30000]][[cal:reply=too late]]';
 const RECALL = 'What was the codeword?';
 
@@ -101,4 +102,4 @@ function cancelScenarios(provider: SuiteProvider, transport: 'tmux' | 'structure
 }
 
 for (const provider of providers) cancelScenarios(provider, 'tmux');
-if (providers.includes('claude-code')) cancelScenarios('claude-code', 'structured');
+for (const provider of ['claude-code', 'copilot'] as const) if (providers.includes(provider)) cancelScenarios(provider, 'structured');
