@@ -22,8 +22,8 @@ function alive(pid: number): boolean {
   }
 }
 
-async function until(check: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
+async function until(check: () => boolean, what: string, tries = 100): Promise<void> {
+  for (let i = 0; i < tries; i++) {
     if (check()) return;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -138,6 +138,22 @@ describe('GitHub Copilot CLI with --transport structured, end to end', () => {
     const next = await s.cal(['continue', handle, '--json', ...TIMEOUT, m2]);
     expect(next.code, next.stderr).toBe(0);
     expect(next.json.turn).toMatchObject({ status: 'completed', answer: 'The codeword was PAPAYA.' });
+  });
+
+  it('cal killed mid-turn: once Copilot finished, cal recover settles the turn from the event log and sends nothing', async () => {
+    const message = 'Recover me [[cal:delay=2500]]';
+    s.server.clearLog();
+    const owner = s.spawnCal(['continue', handle, ...TIMEOUT, message]);
+    await until(() => s.server.turnRequests().some((r) => r.lastUserMessage === message), 'the model to get the message', 600);
+    owner.child.kill('SIGKILL');
+    await owner.done;
+    const file = (await inspect()).provider.transcript.path as string;
+    // The orphaned copilot ends the turn in its event log (its stdout is a file, not a pipe).
+    for (let i = 0; i < 200 && !(await readEvents(file)).some((r) => r.type === 'assistant.message' && r.data.content === 'Received: Recover me'); i++) await new Promise((r) => setTimeout(r, 50));
+    const rec = await s.cal(['recover', '--json']);
+    expect(rec.code, rec.stdout + rec.stderr).toBe(0);
+    expect(rec.json.turns).toEqual([expect.objectContaining({ handle, before: 'running', action: 'settled_from_transcript', status: 'completed', answer: 'Received: Recover me' })]);
+    expect(s.server.turnRequests().filter((r) => r.lastUserMessage === message)).toHaveLength(1);
   });
 
   it('when the event log is gone, continue is resume_unavailable (9), never a fresh start', async () => {
