@@ -21,6 +21,7 @@ const modelWiring: Record<SuiteProvider, (suite: CliSuite) => Promise<string>> =
   codex: (suite) => fs.readFile(path.join(suite.configDir, 'config.toml'), 'utf8'),
   pi: (suite) => fs.readFile(path.join(suite.configDir, 'models.json'), 'utf8'),
   gemini: async (suite) => suite.env.GOOGLE_GEMINI_BASE_URL!,
+  qwen: async (suite) => suite.env.OPENAI_BASE_URL!,
   copilot: async (suite) => suite.env.COPILOT_PROVIDER_BASE_URL!,
 };
 

@@ -148,7 +148,8 @@ export async function cliSuite(provider: SuiteProvider, opts: CliSuiteOptions = 
     provider,
     server,
     root,
-    home,
+    // A CLI whose adapter builds a home of its own (Qwen Code's qwen-home) runs with that HOME.
+    home: env.HOME ?? home,
     configDir: built.configDir,
     state,
     work,
