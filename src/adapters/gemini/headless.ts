@@ -27,7 +27,7 @@ const StreamEvent = z.discriminatedUnion('type', [
       tool_id: z.string(),
       status: z.string(),
       output: z.string().optional(),
-      error: z.object({ message: z.string() }).passthrough().optional(),
+      error: z.object({ type: z.string().optional(), message: z.string() }).passthrough().optional(),
     })
     .passthrough(),
   z.object({ type: z.literal('error'), message: z.string() }).passthrough(),
@@ -56,6 +56,8 @@ export class HeadlessStreamReader {
   private readonly calls = new Map<string, { name: string; args: unknown; status?: string; output?: string }>();
   private readonly order: string[] = [];
   private text = '';
+  /** A tool stopped the agent (error type `stop_execution`): the CLI asks the model nothing more. */
+  private stopped: string | null = null;
 
   /** One parsed stdout line; `undefined` for a line that was not JSON. */
   feed(value: unknown): void {
@@ -85,12 +87,19 @@ export class HeadlessStreamReader {
           const output = e.output ?? e.error?.message;
           if (output !== undefined) call.output = output;
         }
+        if (e.error?.type === 'stop_execution') this.stopped = e.output ?? `Agent execution stopped: ${e.error.message}`;
         break;
       }
       case 'error':
         this.warnings.push(e.message);
         break;
       case 'result':
+        // After a stop Gemini reports "success" with no reply (0.61.0): no answer is no success.
+        if (e.status === 'success' && this.stopped !== null && this.answer === null) {
+          this.ended = 'failed';
+          this.error = this.stopped;
+          break;
+        }
         this.ended = e.status === 'success' ? 'completed' : 'failed';
         if (e.status !== 'success') this.error = e.error?.message ?? `Gemini CLI ended the turn with status ${e.status}`;
         break;
