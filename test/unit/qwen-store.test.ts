@@ -100,6 +100,18 @@ describe('Qwen Code session file (0.24.4)', () => {
     expect(obs.tools[0]?.output).toMatch(/^Blocked: sleep 3 followed by/);
   });
 
+  it('a failed write_file goes back to the model (Qwen never stops after a failed tool): running until the reply to it, then completed', () => {
+    const failed = fixtureRecords('qwen', 'interactive-failed-write-file.session');
+    const message = 'Write it [[cal:mcp=x.write_file {"file_path":"/work/wt/h44g/.tmp/qrec/w/afile/sub.txt","content":"hi"}]]';
+    const result = failed.findIndex((r) => r.type === 'tool_result');
+    expect(failed[result].toolCallResult.status).toBe('error');
+    expect(observe(failed, message, result + 1).observation.phase).toBe('running');
+    const obs = observe(failed, message);
+    expect(obs.observation).toMatchObject({ phase: 'ended', status: 'completed', error: null });
+    expect((obs.observation as { answer: string }).answer).toMatch(/^Tool finished: Could not stat .*ENOTDIR/);
+    expect(obs.tools).toMatchObject([{ kind: 'tool', name: 'write_file', status: 'error' }]);
+  });
+
   it('CertSlowToolNoFalseIdle\'s slow tool is one Qwen runs: it does not start with `sleep N` (Qwen\'s rule for a refused foreground sleep)', () => {
     const command = slowShellProbe(8, 'nonce');
     expect(command).toMatch(/sleep 8 && echo nonce/);
