@@ -96,7 +96,7 @@ export const certifications: readonly Certification[] = [
     capability: 'tmuxContinuation',
     proves: 'A slow tool call is never taken for the end of the turn: the answer is the one after the tool result.',
     scenario: 'continue with a turn whose shell tool sleeps 8 s then prints a marker; the turn must end after the tool with the final answer, and the tool output on the turn.',
-    live: `${SCRIPTED_ONLY} ([[cal:shell=sleep 8 && …]] scripts the tool call)`,
+    live: `${SCRIPTED_ONLY} ([[cal:shell=true && sleep 8 && …]] scripts the tool call)`,
     run: turns.slowToolNoFalseIdle,
   },
   {

@@ -258,6 +258,14 @@ describe('a prompt blocked or stopped by a UserPromptSubmit hook settles as fail
     expect(r.observation).toMatchObject({ phase: 'ended', status: 'failed', answer: null, error });
   });
 
+  it('a PreToolUse hook that stops the turn after its tool (no reply, then turn_duration) fails it with the hook\'s reason, as claude -p does (2.1.328)', () => {
+    const events = timeline('2.1.328-interactive-pretooluse-hook-stopped');
+    const r = replay(events, 'Write it [[cal:mcp=x.Write {"file_path":"/work/wt/h44g/.tmp/crec/w/ok.txt","content":"hi"}]]');
+    expect(r.observation).toMatchObject({ phase: 'ended', status: 'failed', answer: null, error: 'the PreToolUse:Write hook stopped the turn: write refused by hook' });
+    // The turn before it, with no hook stop, completes as ever.
+    expect(replay(events, 'Remember the codeword FIG.').observation).toMatchObject({ status: 'completed', answer: 'OK, I will remember the codeword FIG.' });
+  });
+
   it('the prompts after a blocked one still complete with their answers (2.0.76)', () => {
     const r = replay(timeline('2.0.76-interactive-prompt-hook-blocked'), 'What was the codeword?');
     expect(r.observation).toMatchObject({ status: 'completed', answer: 'The codeword was KIWI.' });

@@ -194,6 +194,12 @@ describe('Gemini headless stream-json (recorded from 0.61.0)', () => {
     expect(s.error).toMatch(/500|Mock internal server error/);
   });
 
+  it('a hook that stops the agent at a write_file: result "success" with no reply is a failed turn with the CLI\'s reason, never an empty answer', () => {
+    const s = parseHeadlessStream(stream('hook-stopped-write-file'));
+    expect(s).toMatchObject({ ended: 'failed', answer: null, error: 'Agent execution stopped by hook: write refused by hook' });
+    expect(s.tools).toMatchObject([{ kind: 'tool', name: 'write_file', status: 'error' }]);
+  });
+
   it('lines that are not events are counted, never fatal', () => {
     expect(parseHeadlessStream('not json\n{"type":"new-kind"}\n').unknownEvents).toBe(2);
   });

@@ -17,12 +17,50 @@ const FIXTURES = [
   'cal-slow-shell-tool.session',
   'tui-cancelled-tool-500-stop.session',
   'tui-lost-shell-output.session',
+  'tui-failed-write-file.session',
+  'tui-hook-stopped-write-file.session',
+  'headless-hook-stopped-write-file.session',
 ];
 
 const records = (name: string) => fixtureRecords('gemini', name);
 const observe = (name: string, message: string, notBefore?: Date) => feedFixture(new GeminiTurnObserver(message, notBefore), 'gemini', name);
 
 describe('Gemini session-file observer (recorded 0.61.0 sessions)', () => {
+  const WRITE_OK = 'Write ok [[cal:mcp=x.write_file {"file_path":"/work/wt/h44g/.tmp/gem/w/ok.txt","content":"hi"}]]';
+  const WRITE_OK3 = 'Write ok3 [[cal:mcp=x.write_file {"file_path":"/work/wt/h44g/.tmp/gem/w/ok3.txt","content":"hi"}]]';
+  const STOPPED = 'Agent execution stopped by hook: write refused by hook';
+
+  it('a session that ends on a failed write_file with no reply (a hook stopped the agent, headless) ends failed with the CLI\'s reason', () => {
+    const o = ended(observe('headless-hook-stopped-write-file.session', WRITE_OK3));
+    expect(o).toMatchObject({ status: 'failed', answer: null, error: STOPPED });
+  });
+
+  it('in the TUI the stopped write_file ends the turn failed at its own record, before the "Agent execution stopped" note', () => {
+    const all = records('tui-hook-stopped-write-file.session');
+    const note = all.findIndex((r) => r.type === 'info');
+    expect(all[note].content).toBe('Agent execution stopped: write refused by hook');
+    const o = new GeminiTurnObserver(WRITE_OK);
+    for (const r of all.slice(0, note)) o.feed(r);
+    expect(ended(o)).toMatchObject({ status: 'failed', answer: null, error: STOPPED });
+    expect(o.tools).toMatchObject([{ kind: 'tool', name: 'write_file', status: 'error', output: STOPPED }]);
+    // The note alone (a stop that is not a tool's: a model hook) ends it the same way.
+    const noteOnly = new GeminiTurnObserver(WRITE_OK);
+    for (const r of all.filter((r) => !(r.type === 'gemini' && r.toolCalls))) noteOnly.feed(r);
+    expect(ended(noteOnly)).toMatchObject({ status: 'failed', answer: null, error: 'Agent execution stopped: write refused by hook' });
+  });
+
+  it('a write_file that fails for itself goes back to the model, and the turn runs until the reply to it', () => {
+    const message = 'Write it [[cal:mcp=x.write_file {"file_path":"/work/wt/h44g/.tmp/gem/w/afile/sub.txt","content":"hi"}]]';
+    const all = records('tui-failed-write-file.session');
+    const failedCall = all.findIndex((r) => r.type === 'gemini' && r.toolCalls?.[0]?.status === 'error');
+    const o = new GeminiTurnObserver(message);
+    for (const r of all.slice(0, failedCall + 1)) o.feed(r);
+    expect(o.observation.phase).toBe('running');
+    const done = ended(observe('tui-failed-write-file.session', message));
+    expect(done).toMatchObject({ status: 'completed', error: null });
+    expect(done.answer).toMatch(/^Tool failed: Error checking existing file .*ENOTDIR/);
+  });
+
   it('every record of every recorded session has a known kind', () => {
     for (const name of FIXTURES) {
       const unknown = records(name).filter((r) => classifyRecord(r).kind === 'unknown');

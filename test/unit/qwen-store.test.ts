@@ -3,6 +3,7 @@
  * (0.24.4, docs/qwen.md): the answer and the end of a turn come from these records alone.
  */
 import { describe, expect, it } from 'vitest';
+import { slowShellProbe } from '../../src/certify/scenarios/common.js';
 import { QwenStreamReader } from '../../src/adapters/qwen/headless.js';
 import { projectSlug } from '../../src/adapters/qwen/home.js';
 import { QwenTurnObserver } from '../../src/adapters/qwen/store.js';
@@ -74,6 +75,47 @@ describe('Qwen Code session file (0.24.4)', () => {
     const obs = observe(failing.slice(0, 3), 'This fails [[cal:http=500]]');
     obs.feed({ ...first, systemPayload: { uiEvent: { ...first.systemPayload.uiEvent, status_code: 400, error_message: '400 bad request' } } });
     expect(obs.observation).toMatchObject({ phase: 'ended', status: 'failed', error: '400 bad request' });
+  });
+
+  it('a slow tool is never the end: the turn runs until the reply after its result, whatever time passes in between', () => {
+    const slow = fixtureRecords('qwen', 'interactive-blocked-and-slow-tool.session');
+    const message = 'Run the slow one [[cal:shell=true && sleep 4 && echo slow-out && sleep 1]]';
+    const start = slow.findIndex((r) => r.type === 'user' && r.message.parts[0].text === message);
+    const result = slow.findIndex((r, i) => i > start && r.type === 'tool_result');
+    expect(start).toBeGreaterThan(0);
+    // Qwen wrote nothing for 5 s between the function call and the tool result (the sleep).
+    expect(Date.parse(slow[result].timestamp) - Date.parse(slow[result - 2].timestamp)).toBeGreaterThan(4000);
+    for (let upTo = start + 1; upTo <= result; upTo++) expect(observe(slow, message, upTo).observation.phase).toBe('running');
+    const obs = observe(slow, message);
+    expect(obs.observation).toMatchObject({ phase: 'ended', status: 'completed', answer: 'Tool finished: slow-out' });
+    expect(obs.tools).toMatchObject([{ kind: 'shell', name: 'true && sleep 4 && echo slow-out && sleep 1', status: 'completed' }]);
+  });
+
+  it('a command that starts with `sleep N` is refused by Qwen as its tool result, and the model\'s reply to the refusal ends the turn', () => {
+    const slow = fixtureRecords('qwen', 'interactive-blocked-and-slow-tool.session');
+    const obs = observe(slow, 'Run the blocked one [[cal:shell=sleep 3 && echo blocked-out]]');
+    expect(obs.observation).toMatchObject({ phase: 'ended', status: 'completed' });
+    expect((obs.observation as { answer: string }).answer).toMatch(/^Tool finished: Blocked: sleep 3 followed by: echo blocked-out\./);
+    expect(obs.tools).toMatchObject([{ kind: 'shell', name: 'sleep 3 && echo blocked-out', status: 'error' }]);
+    expect(obs.tools[0]?.output).toMatch(/^Blocked: sleep 3 followed by/);
+  });
+
+  it('a failed write_file goes back to the model (Qwen never stops after a failed tool): running until the reply to it, then completed', () => {
+    const failed = fixtureRecords('qwen', 'interactive-failed-write-file.session');
+    const message = 'Write it [[cal:mcp=x.write_file {"file_path":"/work/wt/h44g/.tmp/qrec/w/afile/sub.txt","content":"hi"}]]';
+    const result = failed.findIndex((r) => r.type === 'tool_result');
+    expect(failed[result].toolCallResult.status).toBe('error');
+    expect(observe(failed, message, result + 1).observation.phase).toBe('running');
+    const obs = observe(failed, message);
+    expect(obs.observation).toMatchObject({ phase: 'ended', status: 'completed', error: null });
+    expect((obs.observation as { answer: string }).answer).toMatch(/^Tool finished: Could not stat .*ENOTDIR/);
+    expect(obs.tools).toMatchObject([{ kind: 'tool', name: 'write_file', status: 'error' }]);
+  });
+
+  it('CertSlowToolNoFalseIdle\'s slow tool is one Qwen runs: it does not start with `sleep N` (Qwen\'s rule for a refused foreground sleep)', () => {
+    const command = slowShellProbe(8, 'nonce');
+    expect(command).toMatch(/sleep 8 && echo nonce/);
+    expect(command).not.toMatch(/^\s*sleep\s+\S+/);
   });
 
   it('names the project folder as Qwen does: every character not [A-Za-z0-9] becomes "-"', () => {

@@ -55,6 +55,17 @@ const SystemRecord = z.object({
     .optional(),
 });
 
+/**
+ * A hook that stopped the turn (`"continue": false` from PreToolUse, PostToolUse, …; measured on
+ * 2.1.328 with a PreToolUse hook on Write): an `attachment` record naming the hook and its
+ * `stopReason`, then `turn_duration` with no reply after the tool. `claude -p` reports the same
+ * turn with `terminal_reason: "hook_stopped"`.
+ */
+const HookStoppedRecord = z.object({
+  type: z.literal('attachment'),
+  attachment: z.object({ type: z.literal('hook_stopped_continuation'), message: z.string().optional(), hookName: z.string().optional() }).passthrough(),
+});
+
 const KnownOther = z.object({
   type: z.enum([
     'mode', 'permission-mode', 'atis-latch', 'file-history-snapshot', 'attachment', 'api-request-shape',
@@ -79,6 +90,7 @@ export type ClaudeRecord =
   | { kind: 'assistant'; record: z.infer<typeof AssistantRecord> }
   | { kind: 'system'; record: z.infer<typeof SystemRecord> }
   | { kind: 'processEnd' }
+  | { kind: 'hookStopped'; hook: string; reason: string }
   | { kind: 'other' }
   | { kind: 'unknown' };
 
@@ -96,6 +108,8 @@ export function classifyRecord(value: unknown): ClaudeRecord {
   const system = SystemRecord.safeParse(value);
   if (system.success) return { kind: 'system', record: system.data };
   if (CostStateRecord.safeParse(value).success) return { kind: 'processEnd' };
+  const stopped = HookStoppedRecord.safeParse(value);
+  if (stopped.success) return { kind: 'hookStopped', hook: stopped.data.attachment.hookName ?? 'a hook', reason: stopped.data.attachment.message ?? 'no reason given' };
   if (KnownOther.safeParse(value).success) return { kind: 'other' };
   return { kind: 'unknown' };
 }

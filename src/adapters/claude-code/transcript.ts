@@ -82,6 +82,8 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
   private lastStop: { signal: StopSignal; seenAt: number } | null = null;
   /** When the transcript or the signal said the turn stopped, while its answer is not in yet. */
   private stoppedAt: number | null = null;
+  /** A hook stopped the turn (the CLI asks the model nothing more): its end is a failure. */
+  private hookStop: string | null = null;
 
   constructor(message: string, notBefore?: Date, match?: PromptMatch) {
     super(message, notBefore, match);
@@ -153,14 +155,19 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
       case 'user':
         this.onUser(rec.record);
         break;
+      case 'hookStopped':
+        this.hookStop = `the ${rec.hook} hook stopped the turn: ${rec.reason}`;
+        break;
       case 'system':
-        if (rec.record.subtype === 'turn_duration') this.end('completed', this.lastAnswer, null);
+        if (rec.record.subtype === 'turn_duration' && this.hookStop !== null) this.end('failed', null, this.hookStop);
+        else if (rec.record.subtype === 'turn_duration') this.end('completed', this.lastAnswer, null);
         else if (rec.record.subtype === 'stop_hook_summary') this.onStopSummary();
         break;
       case 'processEnd':
         // Before any reply it is a resumed TUI's start-up record, not an end.
         if (!this.replied) break;
-        if (this.answerReady && this.lastAnswer !== null) this.end('completed', this.lastAnswer, null);
+        if (this.hookStop !== null) this.end('failed', null, this.hookStop);
+        else if (this.answerReady && this.lastAnswer !== null) this.end('completed', this.lastAnswer, null);
         else this.end('lost', null, 'the CLI process left the session before the turn ended');
         break;
       default:

@@ -1,10 +1,9 @@
 import { z } from '../../util/zod.js';
-import { CalError } from '../../errors.js';
 import { feedJsonLines } from '../../util/json-lines.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
 import type { LaunchRequest, StructuredRunRequest, StructuredTurnResult } from '../types.js';
 import { toolFromCall } from './transcript.js';
-import { cliMissingIfUnstarted, runJsonlProcess } from '../structured-process.js';
+import { runHeadlessTurn as runSharedTurn, type HeadlessLaunch } from '../headless-turn.js';
 
 /**
  * Structured transport: one headless `gemini -p … -o stream-json` process per turn, with
@@ -27,7 +26,7 @@ const StreamEvent = z.discriminatedUnion('type', [
       tool_id: z.string(),
       status: z.string(),
       output: z.string().optional(),
-      error: z.object({ message: z.string() }).passthrough().optional(),
+      error: z.object({ type: z.string().optional(), message: z.string() }).passthrough().optional(),
     })
     .passthrough(),
   z.object({ type: z.literal('error'), message: z.string() }).passthrough(),
@@ -56,6 +55,8 @@ export class HeadlessStreamReader {
   private readonly calls = new Map<string, { name: string; args: unknown; status?: string; output?: string }>();
   private readonly order: string[] = [];
   private text = '';
+  /** A tool stopped the agent (error type `stop_execution`): the CLI asks the model nothing more. */
+  private stopped: string | null = null;
 
   /** One parsed stdout line; `undefined` for a line that was not JSON. */
   feed(value: unknown): void {
@@ -85,12 +86,19 @@ export class HeadlessStreamReader {
           const output = e.output ?? e.error?.message;
           if (output !== undefined) call.output = output;
         }
+        if (e.error?.type === 'stop_execution') this.stopped = e.output ?? `Agent execution stopped: ${e.error.message}`;
         break;
       }
       case 'error':
         this.warnings.push(e.message);
         break;
       case 'result':
+        // After a stop Gemini reports "success" with no reply (0.61.0): no answer is no success.
+        if (e.status === 'success' && this.stopped !== null && this.answer === null) {
+          this.ended = 'failed';
+          this.error = this.stopped;
+          break;
+        }
         this.ended = e.status === 'success' ? 'completed' : 'failed';
         if (e.status !== 'success') this.error = e.error?.message ?? `Gemini CLI ended the turn with status ${e.status}`;
         break;
@@ -136,57 +144,23 @@ export function lastStderrLine(stderr: string): string {
   return lines.at(-1) ?? '';
 }
 
-export interface HeadlessRun {
-  argv: string[];
-  env: Record<string, string>;
-  /** Finds the session file of the id once the run is over (null when there is none). */
-  transcript(sessionId: string): Promise<string | null>;
-}
-
-export async function runHeadlessTurn(req: StructuredRunRequest, sessionId: string, run: HeadlessRun): Promise<StructuredTurnResult> {
-  const reader = new HeadlessStreamReader();
-  const report = req.onProgress;
+/** One turn of headless Gemini: the shared runner with Gemini's stream, argv and refusals. */
+export function runHeadlessTurn(req: StructuredRunRequest, sessionId: string, run: HeadlessLaunch): Promise<StructuredTurnResult> {
   // Gemini's stdout and stderr are files (structured-process.ts): a cal killed mid-turn leaves a
   // Gemini that can still write, and so finishes the turn in its session file for `cal recover`
   // (on a pipe nobody reads, a node CLI dies of EPIPE at its next write). The turn ends on its
   // `result`: Gemini exits 94-175 ms after it (0.61.0, measured in a long-lived program), its
   // session file already holding the answer; the next turn waits for that exit.
-  const res = await runJsonlProcess({
-    argv: run.argv,
-    env: run.env,
-    cwd: req.config.cwd,
+  return runSharedTurn(req, sessionId, {
+    cli: 'gemini -p',
+    ...run,
     // Empty: headless Gemini appends stdin to the prompt, and nothing is to be appended.
     stdin: '',
-    timeoutMs: req.timeoutMs,
-    // A cancel interrupts Gemini as Ctrl-C in its terminal would.
-    ...(req.signal ? { signal: req.signal } : {}),
-    ...(req.onSpawned ? { onSpawned: req.onSpawned } : {}),
-    onEvent(value) {
-      reader.feed(value);
-      report?.({ observation: reader.sessionId ? { phase: 'running', turnKey: null } : { phase: 'waiting' }, tools: reader.tools, partialAnswer: reader.answer ?? '' });
-    },
-    isEnded: () => reader.ended !== null,
-  }).catch(cliMissingIfUnstarted(run.argv[0] as string));
-  if (res.timedOut) throw new CalError('timeout', `gemini -p gave no end of turn within ${Math.round(req.timeoutMs / 1000)}s`);
-  reader.unknownEvents += res.otherLines;
-  const stream = reader.stream;
-  const why = stream.error ?? (lastStderrLine(res.stderr) || `exit status ${res.exitCode}`);
-  if (!stream.sessionId) {
+    reader: new HeadlessStreamReader(),
     // Exit 42: "Error resuming session" / "Invalid session identifier" (an id this home and folder do not hold).
-    if (req.mode === 'resume' && (res.exitCode === 42 || /resuming session|Invalid session identifier|No previous sessions/i.test(res.stderr))) {
-      throw new CalError('resume_unavailable', `gemini refused to resume session ${sessionId}: ${why}`);
-    }
-    if (res.signal) throw new CalError('lost', `gemini -p was ended by ${res.signal} before it started the session`);
-    throw new CalError('turn_failed', `gemini -p failed before it started the session (exit ${res.exitCode}): ${why}`);
-  }
-  const base = { sessionId: stream.sessionId, tools: stream.tools, transcriptPath: await run.transcript(stream.sessionId), cliRunning: res.running };
-  if (res.signal === 'SIGINT' || (req.signal?.aborted && stream.ended !== 'completed')) {
-    return { ...base, status: 'interrupted', answer: stream.answer, error: 'cancelled by the caller' };
-  }
-  if (stream.ended === 'completed' && (res.running || res.exitCode === 0)) return { ...base, status: 'completed', answer: stream.answer, error: null };
-  if (stream.ended === 'failed' || (res.exitCode ?? 0) !== 0) return { ...base, status: 'failed', answer: null, error: why };
-  throw new CalError(
-    'internal',
-    `gemini -p ended (exit ${res.exitCode}) without a result event in its stream-json output (${stream.unknownEvents} unrecognised events): the event format may have changed`,
-  );
+    refusedResume: (res) => res.exitCode === 42 || /resuming session|Invalid session identifier|No previous sessions/i.test(res.stderr),
+    lastWords: lastStderrLine,
+    // A failed request exits with the HTTP status mod 256 even where a `result` came first.
+    completedNeedsCleanExit: true,
+  });
 }

@@ -95,6 +95,22 @@ export function normaliseForMatch(text: string): string {
 /** The message Gemini CLI records when Escape cancels a running request. */
 export const CANCELLED = 'Request cancelled.';
 
+/**
+ * How Gemini CLI words a stop of the agent (0.61.0): a tool whose hook returned `"continue":
+ * false` fails with `Agent execution stopped by hook: <reason>` (its error type
+ * `stop_execution`), after which the CLI sends nothing more to the model, and the TUI then
+ * notes `Agent execution stopped: <reason>` (an `info` record; also for a stop by a model hook).
+ * Headless, the session file simply ends on the failed tool call.
+ */
+export const STOPPED = 'Agent execution stopped';
+
+/** The reason a tool call stopped the agent, or null when it did not (see STOPPED). */
+function stopOf(call: z.infer<typeof ToolCall>): string | null {
+  if (call.status !== 'error') return null;
+  const display = typeof call.resultDisplay === 'string' ? call.resultDisplay : '';
+  return display.startsWith(STOPPED) ? display : null;
+}
+
 const SHELL_TOOLS = new Set(['run_shell_command', 'shell']);
 
 function toolOutput(call: z.infer<typeof ToolCall>): string | undefined {
@@ -163,7 +179,9 @@ export function toolFromCall(call: z.infer<typeof ToolCall>): ToolActivity {
  * - completed: a `gemini` record with non-empty text and no tool calls (the CLI writes a reply
  *   record once, when its stream has ended; a reply that calls tools is written with empty text
  *   and then rewritten, same id, with `toolCalls`, and the final answer comes in a later record);
- * - failed: an `error` record (an API error the CLI gave up on, e.g. HTTP 400);
+ * - failed: an `error` record (an API error the CLI gave up on, e.g. HTTP 400), or a tool call
+ *   that stopped the agent (a hook's `"continue": false`: the CLI asks the model nothing more,
+ *   see STOPPED), or the TUI's note of such a stop;
  * - interrupted: the `info` record "Request cancelled." (Escape), or a `$rewindTo` of our message;
  * - lost: a newer human `user` record, or a new header (the CLI was relaunched) before any end.
  */
@@ -234,6 +252,11 @@ export class GeminiTurnObserver extends TranscriptTurnObserver<KnownGeminiRecord
     }
     // Gemini rewrites a record under the same id: tools keep the order they first appeared in.
     this.tools = this.toolOrder.map((id) => this.toolIndex.get(id) as ToolActivity);
+    const stop = (record.toolCalls ?? []).map(stopOf).find((reason) => reason !== null);
+    if (stop) {
+      this.end('failed', null, stop);
+      return;
+    }
     const text = contentText(record.content as string | Array<Record<string, unknown>>) ?? '';
     if (text.trim() === '') return;
     this.lastAnswer = text;
@@ -243,6 +266,7 @@ export class GeminiTurnObserver extends TranscriptTurnObserver<KnownGeminiRecord
   private onNote(record: z.infer<typeof NoteRecord>): void {
     const text = contentText(record.content as string | Array<Record<string, unknown>>) ?? '';
     if (record.type === 'error') this.end('failed', null, text.trim() || 'Gemini CLI recorded an error without text');
+    else if (record.type === 'info' && text.startsWith(STOPPED)) this.end('failed', null, text.trim());
     else if (record.type === 'info' && text.trim() === CANCELLED) this.end('interrupted', this.lastAnswer, 'the turn was interrupted');
   }
 }

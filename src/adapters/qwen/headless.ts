@@ -1,8 +1,8 @@
 import { z } from '../../util/zod.js';
-import { CalError } from '../../errors.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
 import type { StructuredRunRequest, StructuredTurnResult } from '../types.js';
-import { cliMissingIfUnstarted, lastStderrLine, runJsonlProcess } from '../structured-process.js';
+import { runHeadlessTurn as runSharedTurn, type HeadlessLaunch } from '../headless-turn.js';
+import { lastStderrLine } from '../structured-process.js';
 import { toolFromCall } from './store.js';
 
 /**
@@ -125,48 +125,18 @@ export class QwenStreamReader {
   }
 }
 
-export interface HeadlessRun {
-  argv: string[];
-  env: Record<string, string>;
-  /** The session file of the id once the run is over (null when there is none). */
-  transcript(sessionId: string): Promise<string | null>;
-}
-
-export async function runHeadlessTurn(req: StructuredRunRequest, sessionId: string, run: HeadlessRun): Promise<StructuredTurnResult> {
-  const reader = new QwenStreamReader();
-  const report = req.onProgress;
-  const res = await runJsonlProcess({
-    argv: run.argv,
-    env: run.env,
-    cwd: req.config.cwd,
+/** One turn of headless Qwen: the shared runner with Qwen's stream, stdin and refusal. */
+export function runHeadlessTurn(req: StructuredRunRequest, sessionId: string, run: HeadlessLaunch): Promise<StructuredTurnResult> {
+  return runSharedTurn(req, sessionId, {
+    cli: 'qwen',
+    ...run,
     // One stream-json user line: the text reaches the model byte for byte (`--input-format text`
     // appends "\n\n" to a piped prompt, measured on 0.24.4).
     stdin: `${JSON.stringify({ type: 'user', message: { role: 'user', content: req.message } })}\n`,
-    timeoutMs: req.timeoutMs,
-    ...(req.signal ? { signal: req.signal } : {}),
-    ...(req.onSpawned ? { onSpawned: req.onSpawned } : {}),
-    onEvent(value) {
-      reader.feed(value);
-      report?.({ observation: reader.sessionId ? { phase: 'running', turnKey: null } : { phase: 'waiting' }, tools: reader.tools, partialAnswer: reader.answer ?? '' });
-    },
-    // After its `result` Qwen still runs its memory extraction before it exits: the turn is over.
-    isEnded: () => reader.ended !== null,
-  }).catch(cliMissingIfUnstarted(run.argv[0] as string));
-  if (res.timedOut) throw new CalError('timeout', `qwen gave no end of turn within ${Math.round(req.timeoutMs / 1000)}s`);
-  reader.unknownEvents += res.otherLines;
-  const why = reader.error ?? (lastStderrLine(res.stderr) || `exit status ${res.exitCode}`);
-  if (!reader.sessionId) {
-    if (req.mode === 'resume' && /No saved session found/i.test(res.stderr)) {
-      throw new CalError('resume_unavailable', `qwen refused to resume session ${sessionId}: ${why}`);
-    }
-    if (res.signal) throw new CalError('lost', `qwen was ended by ${res.signal} before it started the session`);
-    throw new CalError('turn_failed', `qwen failed before it started the session (exit ${res.exitCode}): ${why}`);
-  }
-  const base = { sessionId: reader.sessionId, tools: reader.tools, transcriptPath: await run.transcript(reader.sessionId), cliRunning: res.running };
-  if (res.signal === 'SIGINT' || (req.signal?.aborted && reader.ended !== 'completed')) {
-    return { ...base, status: 'interrupted', answer: reader.answer, error: 'cancelled by the caller' };
-  }
-  if (reader.ended === 'completed') return { ...base, status: 'completed', answer: reader.answer, error: null };
-  if (reader.ended === 'failed' || (res.exitCode ?? 0) !== 0 || res.signal) return { ...base, status: 'failed', answer: null, error: why };
-  throw new CalError('internal', `qwen ended (exit ${res.exitCode}) without a result event in its stream-json output (${reader.unknownEvents} unrecognised events): the event format may have changed`);
+    reader: new QwenStreamReader(),
+    refusedResume: (res) => /No saved session found/i.test(res.stderr),
+    lastWords: lastStderrLine,
+    // Qwen exits 0 for every turn, and after its `result` still runs its memory extraction.
+    completedNeedsCleanExit: false,
+  });
 }

@@ -76,6 +76,17 @@ export function shellProbe(command: string): string {
   return `${command} && sleep ${SHELL_PROBE_WAIT_S}`;
 }
 
+/**
+ * The slow tool of CertSlowToolNoFalseIdle: a shell probe that sleeps `seconds`, then prints
+ * `nonce` (its first line of output, which the scripted model's answer quotes). It must not
+ * start with `sleep`: Qwen Code 0.24.4 refuses a foreground command that starts with
+ * `sleep N` (N >= 2) followed by anything, as its tool result (`Blocked: sleep 8 followed by:
+ * …`), so the tool would never run and the model would answer at once (docs/qwen.md).
+ */
+export function slowShellProbe(seconds: number, nonce: string): string {
+  return shellProbe(`true && sleep ${seconds} && echo ${nonce}`);
+}
+
 /** Non-empty, trimmed lines of a tool's output. */
 export function outputLines(output: string | undefined): string[] {
   return (output ?? '').split('\n').map((l) => l.trim()).filter(Boolean);

@@ -1,6 +1,6 @@
 import { errorKind, errorText, type ScenarioContext } from '../context.js';
 import { CertFailure } from '../types.js';
-import { expectRecalled, firstDifference, outputLines, q, RECALL, remember, secs, sessionRequests, SHELL_PROBE_WAIT_S, shellProbe } from './common.js';
+import { expectRecalled, firstDifference, outputLines, q, RECALL, remember, secs, sessionRequests, SHELL_PROBE_WAIT_S, shellProbe, slowShellProbe } from './common.js';
 
 /** Turns: what goes in, what comes out, and when cal says the turn ended. */
 
@@ -66,10 +66,11 @@ export async function slowToolNoFalseIdle(ctx: ScenarioContext): Promise<void> {
   const toolSeconds = 8;
   const mark = ctx.model.mark();
   const started = Date.now();
-  const { turn } = await ctx.continueCompleted(handle.id, `Run the slow tool [[cal:shell=${shellProbe(`sleep ${toolSeconds} && echo ${nonce}`)}]]`);
+  const { turn } = await ctx.continueCompleted(handle.id, `Run the slow tool [[cal:shell=${slowShellProbe(toolSeconds, nonce)}]]`);
   const took = Date.now() - started;
-  ctx.check(took >= toolSeconds * 1000, `the turn was reported done after ${secs(took)}, while the tool sleeps ${toolSeconds}s`);
   const shell = turn.tools.find((t) => t.kind === 'shell');
+  ctx.check(shell?.status !== 'error', `the CLI did not run the slow tool: ${q(shell?.output, 160)}`);
+  ctx.check(took >= toolSeconds * 1000, `the turn was reported done after ${secs(took)}, while the tool sleeps ${toolSeconds}s`);
   ctx.check(shell && outputLines(shell.output).includes(nonce), `the slow tool's output is not on the turn (tools: ${q(JSON.stringify(turn.tools), 120)})`);
   ctx.check(turn.answer === `Tool finished: ${nonce}`, `the answer was ${q(turn.answer)}, expected the final answer after the tool result`);
   const requests = ctx.model.since(mark);
