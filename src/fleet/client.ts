@@ -226,6 +226,15 @@ class FleetSessions implements Sessions {
    * sent later that the caller was told failed.
    */
   private async call(host: string | null, operation: Operation, o: TurnCallOptions & Live): Promise<unknown> {
+    try {
+      return await this.send(host, operation, o);
+    } catch (err) {
+      if (err instanceof CalError || !isConnectionError(err)) throw err;
+      throw new CalError('host_unavailable', `the fleet's Redis at ${redactedUrl(this.url)} stopped answering (${err.message}); if the request was sent, it settles on its host (cal inspect shows it once Redis is back)`);
+    }
+  }
+
+  private async send(host: string | null, operation: Operation, o: TurnCallOptions & Live): Promise<unknown> {
     const boundMs = (o.hostWaitSeconds ?? defaultHostWaitSeconds) * 1000;
     const who = host === null ? 'every fleet worker' : `host ${host}`;
     const up = () => (host === null ? anyAlive(this.redis) : isAlive(this.redis, host));
@@ -251,18 +260,37 @@ class FleetSessions implements Sessions {
     return unwrap(result);
   }
 
+  /**
+   * Waits for a job's end. A host down past the bound is `host_unavailable`; so is the fleet's
+   * Redis gone past it. A Redis that comes back (restarted with its append-only file) still holds
+   * the job and its end: the end event is read where the reading stopped, and the job itself is
+   * read too, so a turn in flight across a restart settles once, as it would have.
+   */
   private async untilSettled(queue: Queue, jobId: string, settled: Promise<JobResult>, up: () => Promise<boolean>, who: string, boundMs: number): Promise<JobResult> {
     let downSince: number | null = null;
+    let redisWasDown = false;
     for (;;) {
       const tick = new Promise<null>((r) => setTimeout(() => r(null), 500));
       const result = await Promise.race([settled, tick]);
       if (result) return result;
-      if (await up()) {
+      const reachable = await up().then(
+        (isUp) => ({ isUp, redis: true }),
+        () => ({ isUp: false, redis: false }),
+      );
+      if (!reachable.redis) redisWasDown = true;
+      else if (redisWasDown) {
+        const ended = await endedJob(queue, jobId);
+        if (ended) return ended;
+      }
+      if (reachable.isUp) {
         downSince = null;
         continue;
       }
       downSince ??= Date.now();
       if (Date.now() - downSince < boundMs) continue;
+      if (!reachable.redis) {
+        throw new CalError('host_unavailable', `the fleet's Redis at ${redactedUrl(this.url)} went away and stayed away for ${boundMs / 1000} s; a turn already sent settles on ${who} (cal inspect shows it once Redis is back)`);
+      }
       const job = await queue.getJob(jobId);
       const state = job ? await job.getState() : 'unknown';
       if (job && (state === 'waiting' || state === 'delayed' || state === 'prioritized')) await job.remove().catch(() => undefined);
@@ -286,6 +314,23 @@ class FleetSessions implements Sessions {
       this.channels.set(name, pending);
     }
     return pending;
+  }
+}
+
+/** ioredis's failures of a connection that went away (not a reply Redis gave). */
+function isConnectionError(err: unknown): err is Error {
+  return err instanceof Error && (err.name === 'MaxRetriesPerRequestError' || /Connection is closed|ECONNREFUSED|ECONNRESET|max retries per request/i.test(err.message));
+}
+
+/** A job's result read from the job itself (its end event may have been missed while Redis was away); null while it runs. */
+async function endedJob(queue: Queue, jobId: string): Promise<JobResult | null> {
+  try {
+    const job = await queue.getJob(jobId);
+    if (!job || (await job.getState()) !== 'completed') return null;
+    const value: unknown = job.returnvalue;
+    return JobResult.parse(typeof value === 'string' ? JSON.parse(value) : value);
+  } catch {
+    return null;
   }
 }
 

@@ -52,7 +52,21 @@ export async function startFleetWorker(o: WorkerOptions): Promise<RunningWorker>
 
   const lockDuration = o.lockMs ?? 10_000;
   const settings = { connection: redis, lockDuration, stalledInterval: Math.max(500, Math.floor(lockDuration / 2)), maxStalledCount: 20, drainDelay: 5 };
-  const processor = (job: Job) => processJob(sessions, redis, o.host, job);
+  // A job whose lock lapsed (Redis away longer than lockMs) is handed out again while its first
+  // run still goes on in this process: the second run waits for the first and gives its result.
+  const running = new Map<string, Promise<JobResult>>();
+  const processor = async (job: Job) => {
+    const id = String(job.id);
+    const first = running.get(id);
+    if (first) return first;
+    const run = processJob(sessions, redis, o.host, job);
+    running.set(id, run);
+    try {
+      return await run;
+    } finally {
+      running.delete(id);
+    }
+  };
   const workers = [
     new Worker(newSessionQueue, processor, { ...settings, concurrency: slots }),
     // Turns wait on CLIs, inspect and kill-tmux must not wait behind them; a second continue of a
