@@ -21,6 +21,7 @@ import { providerNames } from '../handles/schema.js';
 export const command = defineCommand({
   name: 'certify',
   help: "certify a CLI version against cal's continuation contract (scripted model by default; exit 15 when a certification fails)",
+  local: 'certifies the CLI installed on this machine',
   args: [],
   options: {
     provider: { value: '<name>', help: 'which CLI', choices: providerNames, required: true },

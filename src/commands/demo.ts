@@ -22,6 +22,7 @@ type DemoProvider = keyof typeof DEMO_CLIS;
 export const command = defineCommand({
   name: 'demo',
   help: 'the whole loop offline: scripted model, real CLI in tmux, kill the pane, resume natively',
+  local: 'runs its own scripted model and CLI on this machine',
   args: [],
   options: {
     provider: { value: '<name>', help: 'which CLI', choices: Object.keys(DEMO_CLIS), default: 'claude-code' },

@@ -10,6 +10,7 @@ export const NOT_READY_EXIT = 18;
 export const command = defineCommand({
   name: 'doctor',
   help: 'each provider: its CLI found or not, its version against the supported releases; tmux; the state dir',
+  local: 'checks the CLIs, tmux and state directory of this machine',
   args: [],
   options: {
     provider: { value: '<name>', help: 'check this provider only (default: every CLI provider)' },

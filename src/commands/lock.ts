@@ -13,6 +13,7 @@ import { defineCommand } from './spec.js';
 export const command = defineCommand({
   name: 'lock',
   help: 'run a command while holding a named lock (the locks plan phases take)',
+  local: 'holds a lock of this machine\'s state directory',
   args: [
     { name: 'name', help: 'lock name', required: true },
     { name: 'command', help: 'the command, after --', required: true, variadic: true },

@@ -23,6 +23,7 @@ async function servedUrl(stateDir: string): Promise<string | undefined> {
 export const command = defineCommand({
   name: 'model env',
   help: 'print the shell exports that point every CLI at a running `cal model serve`: eval "$(cal model env)"',
+  local: 'prints the settings of this machine\'s CLIs',
   args: [],
   options: {
     url: { value: '<url>', help: 'the served model (default: the `cal model serve` running with this state dir, waited for up to 10 s)' },

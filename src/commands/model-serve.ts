@@ -18,6 +18,7 @@ export const command = defineCommand({
   name: 'model serve',
   groupHelp: 'the scripted model server',
   help: 'serve the scripted model on 127.0.0.1; prints its base URL and runs until stopped',
+  local: 'serves the scripted model from this machine',
   args: [],
   options,
   run: (_args, opts, global): Promise<number> => runModelServe(opts, global.stateDir),

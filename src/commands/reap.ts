@@ -10,6 +10,7 @@ import { defineCommand } from './spec.js';
 export const command = defineCommand({
   name: 'reap',
   help: 'end idle tmux panes (the sessions resume natively on their next continue), by the policy or the limits given',
+  local: 'ends this machine\'s idle panes (each fleet worker reaps its own)',
   args: [],
   options: {
     idle: { value: '<seconds>', help: 'end panes idle at least this long (default: the policy, 900)' },

@@ -30,6 +30,13 @@ export function register(program: Command, spec: CommandSpec, setExit: (code: nu
         throw new CalError('usage', `required option ${flagOf(key)}${o.value ? ` ${o.value}` : ''} not specified`);
       }
     }
-    setExit(await spec.run(args, opts, program.opts<GlobalOptions>()));
+    const global = program.opts<GlobalOptions>();
+    if (spec.local !== undefined) {
+      if (global.fleet !== undefined) throw new CalError('usage', `cal ${spec.name} ${spec.local}, not through a fleet: run it without --fleet, on the machine it concerns`);
+      // CAL_FLEET says where the fleet's commands go; a command of this machine runs here, and
+      // nothing it starts inherits it.
+      delete process.env.CAL_FLEET;
+    }
+    setExit(await spec.run(args, opts, global));
   });
 }

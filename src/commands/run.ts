@@ -13,6 +13,7 @@ import { defineCommand } from './spec.js';
 export const command = defineCommand({
   name: 'run',
   help: 'run a durable plan: ordered phases (messages or commands) on one session',
+  local: 'runs a plan on this machine\'s sessions and commands',
   args: [{ name: 'plan', help: 'plan file (YAML or JSON, see docs/plans.md)', required: true }],
   options: {
     events: { help: 'stream lifecycle and workflow events as NDJSON on stderr' },

@@ -58,6 +58,12 @@ export interface CommandSpec<O extends Record<string, OptionSpec> = Record<strin
   readonly groupHelp?: string;
   readonly args: A;
   readonly options: O;
+  /**
+   * A command that runs on this machine only (docs/fleet.md, "Commands of one machine"): why, as
+   * the rest of "cal <name> …, not through a fleet". An explicit `--fleet` is refused (usage);
+   * CAL_FLEET in the environment is ignored.
+   */
+  readonly local?: string;
   /** Parse, call the library, render; resolves with the exit code. */
   run(args: ArgValues<A>, options: OptionValues<O>, global: GlobalOptions): Promise<number>;
 }

@@ -1,7 +1,7 @@
 import { CalError, openSessions, TurnError, type Turn } from '../index.js';
 import { parseHandleRef } from '../state/store.js';
 import { isProcessAlive } from '../util/process-identity.js';
-import { parseSeconds, renderError, renderTurn } from './common.js';
+import { openOptions, parseSeconds, renderError, renderTurn } from './common.js';
 import { defineCommand } from './spec.js';
 
 const SETTLED = new Set(['completed', 'failed', 'interrupted', 'lost']);
@@ -27,7 +27,7 @@ export const command = defineCommand({
     try {
       parseHandleRef(ref);
       const timeoutMs = opts.timeout === undefined ? Infinity : parseSeconds(opts.timeout, '--timeout') * 1000;
-      const sessions = await openSessions({ stateDir: global.stateDir });
+      const sessions = await openSessions(openOptions(global));
       const deadline = Date.now() + timeoutMs;
       // The owner is judged dead only on a second look: it may have settled the turn and exited
       // between this read of the record and the look at its process.
@@ -40,7 +40,9 @@ export const command = defineCommand({
           const result = { handle: detail.handle, turn };
           return renderTurn(result, opts, turn.status === 'completed' ? null : new TurnError(result));
         }
-        const gone = turn.ownerPid !== null && !isProcessAlive(turn.ownerPid, turn.ownerStartTime);
+        // Through a fleet the turn's owner is its host's worker, whose process is not this
+        // machine's to look at: the host settles the turn (a host down is host_unavailable).
+        const gone = (detail.handle as { host?: string }).host === undefined && turn.ownerPid !== null && !isProcessAlive(turn.ownerPid, turn.ownerStartTime);
         if (gone && ownerGone) {
           throw new CalError('lost', `the cal that ran turn ${turn.id} ended before the turn settled (${turn.status}): cal recover settles it from the CLI's records, then cal wait prints it`, { handle: detail.handle.id, turn: turn.id });
         }

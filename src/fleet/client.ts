@@ -1,8 +1,5 @@
-import { randomUUID } from 'node:crypto';
-import { Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { CalError } from '../errors.js';
-import { TurnError } from '../library/errors.js';
 import { checkHistory, checkMessage, recordedConversation, splitHistory } from '../library/history.js';
 import { checkAskOptions, checkContinueOptions, checkStartOptions } from '../library/options.js';
 import type {
@@ -29,11 +26,11 @@ import type {
   TurnResult,
 } from '../library/types.js';
 import { connectFleet } from './connection.js';
-import { errorOf, hostQueue, JobProgress, JobResult, keys, newSessionQueue, redactedUrl, type JobData, type Operation } from './protocol.js';
-import { anyAlive, isAlive, untilUp } from './hosts.js';
+import { FleetJobs, withHost } from './jobs.js';
+import { keys, redactedUrl, type Operation } from './protocol.js';
+import { isAlive } from './hosts.js';
 
-/** How long a call waits for the owning host (or, for a start, any worker) to be up, unless the caller says (seconds). */
-export const defaultHostWaitSeconds = 30;
+export { defaultHostWaitSeconds } from './jobs.js';
 /** inspect and recover of every host: how long one host may take to answer before it is listed as unavailable. */
 const broadcastWaitSeconds = 5;
 
@@ -42,25 +39,20 @@ export async function openFleetSessions(fleet: FleetOptions): Promise<Sessions> 
   return new FleetSessions(fleet.connection, redis);
 }
 
-interface Channel {
-  queue: Queue;
-  events: QueueEvents;
-}
-
-type Live = Pick<TurnCallOptions, 'onEvent' | 'onProgress'>;
-
 /**
  * The library's contract through a fleet: each call becomes one job for the worker that must run
  * it (the handle's host, or any worker for a start), and its result, CalError and live output
  * come back as they would on one machine.
  */
 class FleetSessions implements Sessions {
-  private readonly channels = new Map<string, Promise<Channel>>();
+  private readonly jobs: FleetJobs;
 
   constructor(
     private readonly url: string,
     private readonly redis: Redis,
-  ) {}
+  ) {
+    this.jobs = new FleetJobs(url, redis);
+  }
 
   get stateDir(): string {
     return `fleet ${redactedUrl(this.url)}`;
@@ -109,14 +101,14 @@ class FleetSessions implements Sessions {
   async killTmux(ref: HandleRef): Promise<Handle> {
     const id = refOf(ref);
     const host = await this.hostOf(id);
-    return withHost((await this.call(host, { op: 'killTmux', ref: id }, {})) as Handle, host);
+    return withHost((await this.jobs.call(host, { op: 'killTmux', ref: id }, {})) as Handle, host);
   }
 
   async cancel(ref: HandleRef, options: CancelOptions = {}): Promise<CancelResult> {
     const id = refOf(ref);
     const host = await this.hostOf(id);
     const op = { op: 'cancel' as const, ref: id, ...(options.timeoutSeconds === undefined ? {} : { timeoutSeconds: options.timeoutSeconds }) };
-    return (await this.call(host, op, {})) as CancelResult;
+    return (await this.jobs.call(host, op, {})) as CancelResult;
   }
 
   /** Each worker ends its own idle panes by its policy when its turns end (docs/reaping.md). */
@@ -134,7 +126,7 @@ class FleetSessions implements Sessions {
   async remove(ref: HandleRef, options: RemoveOptions = {}): Promise<RemoveResult> {
     const id = refOf(ref);
     const host = await this.hostOf(id);
-    const removed = (await this.call(host, { op: 'remove', ref: id, force: options.force === true }, {})) as RemoveResult;
+    const removed = (await this.jobs.call(host, { op: 'remove', ref: id, force: options.force === true }, {})) as RemoveResult;
     return { ...removed, handle: withHost(removed.handle, host) };
   }
 
@@ -144,7 +136,7 @@ class FleetSessions implements Sessions {
     if (ref !== undefined) {
       const id = refOf(ref);
       const host = await this.hostOf(id);
-      const view = (await this.call(host, { op: 'inspectOne', ref: id, screen: options.screen !== false }, {})) as SessionDetail;
+      const view = (await this.jobs.call(host, { op: 'inspectOne', ref: id, screen: options.screen !== false }, {})) as SessionDetail;
       return { ...view, handle: withHost(view.handle, host) };
     }
     const list: SessionList = { handles: [], certifications: [], unreadable: [], hosts: [] };
@@ -175,21 +167,54 @@ class FleetSessions implements Sessions {
   }
 
   events(ref: HandleRef, options: EventsOptions = {}): AsyncIterable<CalEvent> {
-    if (options.follow) throw new CalError('usage', 'following events through the fleet is not supported yet: run cal events without --follow, or with --follow on the handle\'s host');
     const id = refOf(ref);
+    const self = this;
+    if (options.follow) return this.follow(id, options.signal);
+    return (async function* () {
+      const host = await self.hostOf(id);
+      yield* (await self.jobs.call(host, { op: 'events', ref: id }, {})) as CalEvent[];
+    })();
+  }
+
+  /**
+   * A follow runs on the handle's host as one job that sends each event as it comes; it ends
+   * when the handle is removed, when `signal` aborts or the reader stops (the job is aborted), or
+   * when this process is gone (its lease in Redis is no longer renewed).
+   */
+  private follow(id: string, signal: AbortSignal | undefined): AsyncIterable<CalEvent> {
     const self = this;
     return (async function* () {
       const host = await self.hostOf(id);
-      yield* (await self.call(host, { op: 'events', ref: id }, {})) as CalEvent[];
+      const stop = new AbortController();
+      const onAbort = () => stop.abort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const arrived: CalEvent[] = [];
+      let wake: (() => void) | null = null;
+      let ended: { error: unknown } | null = null;
+      const call = self.jobs.call(host, { op: 'events', ref: id, follow: true }, { onEvent: (e: CalEvent) => (arrived.push(e), wake?.()), signal: stop.signal }, true).then(
+        () => (ended = { error: null }),
+        (error: unknown) => (ended = { error }),
+      );
+      void call.then(() => wake?.());
+      try {
+        for (;;) {
+          while (arrived.length > 0) yield arrived.shift() as CalEvent;
+          if (ended) break;
+          await new Promise<void>((r) => (wake = r));
+          wake = null;
+        }
+        const error = (ended as { error: unknown } | null)?.error;
+        if (error && !stop.signal.aborted) throw error;
+      } finally {
+        signal?.removeEventListener('abort', onAbort);
+        stop.abort();
+        await call;
+      }
     })();
   }
 
   async close(): Promise<void> {
-    for (const pending of this.channels.values()) {
-      const channel = await pending.catch(() => null);
-      await channel?.events.close().catch(() => undefined);
-      await channel?.queue.close().catch(() => undefined);
-    }
+    await this.jobs.close();
     this.redis.disconnect();
   }
 
@@ -201,7 +226,7 @@ class FleetSessions implements Sessions {
   }
 
   private async turn(host: string | null, op: Operation, o: TurnCallOptions): Promise<TurnResult> {
-    return (await this.call(host, op, o)) as TurnResult;
+    return (await this.jobs.call(host, op, o)) as TurnResult;
   }
 
   /** One operation on every known host that is up; a host down or silent past the bound gives null. */
@@ -211,7 +236,7 @@ class FleetSessions implements Sessions {
       hosts.map(async (host) => {
         if (!(await isAlive(this.redis, host))) return { host, value: null };
         try {
-          return { host, value: await this.call(host, op, { hostWaitSeconds: broadcastWaitSeconds }) };
+          return { host, value: await this.jobs.call(host, op, { hostWaitSeconds: broadcastWaitSeconds }) };
         } catch (err) {
           if (err instanceof CalError && err.kind === 'host_unavailable') return { host, value: null };
           throw err;
@@ -220,97 +245,8 @@ class FleetSessions implements Sessions {
     );
   }
 
-  /**
-   * Sends one job and waits for its end. A host that is down (no heartbeat) is waited for up to
-   * the caller's bound, then `host_unavailable`; a job it never took is removed, so nothing is
-   * sent later that the caller was told failed.
-   */
-  private async call(host: string | null, operation: Operation, o: TurnCallOptions & Live): Promise<unknown> {
-    const boundMs = (o.hostWaitSeconds ?? defaultHostWaitSeconds) * 1000;
-    const who = host === null ? 'every fleet worker' : `host ${host}`;
-    const up = () => (host === null ? anyAlive(this.redis) : isAlive(this.redis, host));
-    if (!(await untilUp(up, boundMs))) throw new CalError('host_unavailable', `${who} is unavailable: no heartbeat in Redis for the ${boundMs / 1000} s waited; nothing was sent`);
-    const { queue, events } = await this.channel(host === null ? newSessionQueue : hostQueue(host));
-    const jobId = randomUUID();
-    const data: JobData = { operation, notAfter: Date.now() + boundMs };
-    const settled = new Promise<JobResult>((resolve) => {
-      const onProgress = ({ jobId: id, data: p }: { jobId: string; data: unknown }) => {
-        if (id === jobId) deliver(p, o);
-      };
-      const onDone = ({ jobId: id, returnvalue }: { jobId: string; returnvalue: unknown }) => {
-        if (id !== jobId) return;
-        events.off('progress', onProgress as never);
-        events.off('completed', onDone as never);
-        resolve(JobResult.parse(typeof returnvalue === 'string' ? JSON.parse(returnvalue) : returnvalue));
-      };
-      events.on('progress', onProgress as never);
-      events.on('completed', onDone as never);
-    });
-    await queue.add(operation.op, data, { jobId, attempts: 1, removeOnComplete: { age: 300 }, removeOnFail: { age: 300 } });
-    const result = await this.untilSettled(queue, jobId, settled, up, who, boundMs);
-    return unwrap(result);
-  }
-
-  private async untilSettled(queue: Queue, jobId: string, settled: Promise<JobResult>, up: () => Promise<boolean>, who: string, boundMs: number): Promise<JobResult> {
-    let downSince: number | null = null;
-    for (;;) {
-      const tick = new Promise<null>((r) => setTimeout(() => r(null), 500));
-      const result = await Promise.race([settled, tick]);
-      if (result) return result;
-      if (await up()) {
-        downSince = null;
-        continue;
-      }
-      downSince ??= Date.now();
-      if (Date.now() - downSince < boundMs) continue;
-      const job = await queue.getJob(jobId);
-      const state = job ? await job.getState() : 'unknown';
-      if (job && (state === 'waiting' || state === 'delayed' || state === 'prioritized')) await job.remove().catch(() => undefined);
-      const running = state === 'active' ? '; its turn was under way and settles when the host is back (cal recover there)' : '; nothing was sent';
-      throw new CalError('host_unavailable', `${who} went down and stayed down for ${boundMs / 1000} s${running}`);
-    }
-  }
-
-  private channel(name: string): Promise<Channel> {
-    let pending = this.channels.get(name);
-    if (!pending) {
-      pending = (async () => {
-        const queue = new Queue(name, { connection: this.redis });
-        const events = new QueueEvents(name, { connection: this.redis.duplicate({ maxRetriesPerRequest: null }) });
-        queue.on('error', () => undefined);
-        events.on('error', () => undefined);
-        // Listening starts at the stream's end: ready before any job is added, so no end is missed.
-        await events.waitUntilReady();
-        return { queue, events };
-      })();
-      this.channels.set(name, pending);
-    }
-    return pending;
-  }
 }
 
-function deliver(p: unknown, o: Live): void {
-  const parsed = JobProgress.safeParse(p);
-  if (!parsed.success) return;
-  if ('event' in parsed.data) o.onEvent?.(parsed.data.event as unknown as CalEvent);
-  else o.onProgress?.(parsed.data.progress as never);
-}
-
-/** A job's result as the library returns it: its value, or the CalError (a TurnError with the settled records) it ended in. */
-function unwrap(result: JobResult): unknown {
-  if (result.ok) {
-    const value = result.value as Partial<TurnResult> | null;
-    if (value && typeof value === 'object' && value.handle && value.turn) return { ...value, handle: withHost(value.handle as Handle, result.host) };
-    return result.value;
-  }
-  const settled = result.result as TurnResult | undefined;
-  if (settled?.handle && settled.turn) throw new TurnError({ ...settled, handle: withHost(settled.handle, result.host) });
-  throw errorOf(result.error);
-}
-
-function withHost(handle: Handle, host: string): Handle {
-  return { ...handle, host };
-}
 
 /** Paths that name something to run on the worker's machine are the worker's to set, not a caller's. */
 function refuseMachinePaths(o: { cliPath?: string; mcpConfig?: string }): void {

@@ -24,17 +24,38 @@ export async function connectFleet(url: string, blocking: boolean): Promise<Redi
     retryStrategy: (times) => Math.min(times * 200, 2000),
   };
   const redis = new Redis(url, options);
-  // ioredis reports connection errors on 'error' too; the connect below is where they count.
-  redis.on('error', () => undefined);
+  // ioredis rejects a failed connect with "Connection is closed."; the cause (a refused password,
+  // an untrusted certificate) comes on 'error' first, and is what the user needs to read.
+  let cause: Error | null = null;
+  redis.on('error', (err: Error) => {
+    cause ??= err;
+  });
   try {
     await withTimeout(redis.connect(), connectTimeoutMs + 500);
     await withTimeout(redis.ping(), connectTimeoutMs);
   } catch (err) {
     redis.disconnect();
-    const why = err instanceof Error ? err.message : String(err);
-    throw new CalError('host_unavailable', `the fleet's Redis at ${redactedUrl(url)} is unreachable: ${why.replace(/:[^:@/]*@/, ':***@')}`);
+    throw new CalError('host_unavailable', `the fleet's Redis at ${redactedUrl(url)} ${whyUnreachable(cause ?? err)}`);
   }
   return redis;
+}
+
+/** Certificate failures as Node's TLS names them (err.code). */
+const untrustedCertificate = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER/;
+
+/** One clause saying why a connection failed, with what to do when the user can do something. */
+export function whyUnreachable(err: unknown): string {
+  const e: Error & { code?: unknown } = err instanceof Error ? err : new Error(String(err));
+  const message = e.message.replace(/:[^:@/]*@/, ':***@').trim();
+  if (/^(WRONGPASS|NOAUTH)\b/.test(message) || /invalid password/i.test(message)) {
+    return `refused the credentials: ${/^NOAUTH/.test(message) ? 'it requires a password and the URL gives none' : 'the user or password in the URL is wrong'} (${message.split(' ')[0]}); give them as redis://:PASSWORD@host:port`;
+  }
+  const code = typeof e.code === 'string' ? e.code : '';
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `presented a TLS certificate that does not name the host in the URL (${message})`;
+  if (untrustedCertificate.test(code)) {
+    return `presented a TLS certificate this machine does not trust (${code}: ${message}); give the certificate of the CA that signed it in NODE_EXTRA_CA_CERTS=<PEM file> (docs/fleet.md)`;
+  }
+  return `is unreachable: ${message}`;
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {

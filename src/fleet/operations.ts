@@ -12,9 +12,9 @@ import type { JobProgress, JobResult, Operation, WireError } from './protocol.js
  * `jobId` is the idempotency key: the turn an operation creates is tagged `fleet:<jobId>`, and a
  * job run again (its worker died mid-turn) returns that turn as settled, never sending it twice.
  */
-export async function runOperation(sessions: LocalSessions, host: string, op: Operation, jobId: string, report: (p: JobProgress) => void): Promise<JobResult> {
+export async function runOperation(sessions: LocalSessions, host: string, op: Operation, jobId: string, report: (p: JobProgress) => void, signal: AbortSignal): Promise<JobResult> {
   try {
-    return { ok: true, host, value: await valueOf(sessions, op, jobId, report) };
+    return { ok: true, host, value: await valueOf(sessions, op, jobId, report, signal) };
   } catch (err) {
     const e = toCalError(err);
     const result = err instanceof TurnError ? err.result : undefined;
@@ -24,10 +24,13 @@ export async function runOperation(sessions: LocalSessions, host: string, op: Op
 
 export const turnTag = (jobId: string): string => `fleet:${jobId}`;
 
-async function valueOf(sessions: LocalSessions, op: Operation, jobId: string, report: (p: JobProgress) => void): Promise<unknown> {
-  const live: Pick<TurnCallOptions, 'onEvent' | 'onProgress'> = {
+async function valueOf(sessions: LocalSessions, op: Operation, jobId: string, report: (p: JobProgress) => void, signal: AbortSignal): Promise<unknown> {
+  // The caller's Ctrl-C (its AbortSignal) reaches the turn here: it settles as interrupted, as on one machine.
+  const live: Pick<TurnCallOptions, 'onEvent' | 'onProgress' | 'onSent' | 'signal'> = {
     onEvent: (event: CalEvent) => report({ event: { ...event } }),
     onProgress: (progress: TurnProgress) => report({ progress: { ...progress } }),
+    onSent: (sent) => report({ sent: { handle: sent.handle, turn: sent.turn } }),
+    signal,
   };
   switch (op.op) {
     case 'start': {
@@ -53,6 +56,12 @@ async function valueOf(sessions: LocalSessions, op: Operation, jobId: string, re
     case 'inspectOne':
       return sessions.inspect(op.ref, { screen: op.screen });
     case 'events': {
+      // A follow sends each event as it comes (job progress) and ends when its caller aborts it
+      // or stops renewing its lease, or the handle is removed.
+      if (op.follow) {
+        for await (const e of sessions.events(op.ref, { follow: true, signal })) report({ event: { ...e } });
+        return [];
+      }
       const out: CalEvent[] = [];
       for await (const e of sessions.events(op.ref)) out.push(e);
       return out;

@@ -18,7 +18,17 @@ export const keys = {
   hosts: 'cal:fleet:hosts',
   handles: 'cal:fleet:handles',
   names: 'cal:fleet:names',
+  /** Pub/sub channel: the id of a job its caller aborted (Ctrl-C, an AbortSignal, a follow ended). */
+  abort: 'cal:fleet:abort',
+  /** Set when a caller aborts a job, so a worker that takes it later does not begin it. */
+  aborted: (jobId: string) => `cal:fleet:aborted:${jobId}`,
+  /** Renewed by the caller of a follow while it reads: a follow whose caller is gone ends. */
+  lease: (jobId: string) => `cal:fleet:lease:${jobId}`,
 } as const;
+
+/** How long an abort mark and a follow's lease last unless renewed (ms); the lease is renewed every second. */
+export const abortMarkMs = 300_000;
+export const leaseMs = 5000;
 
 /** Heartbeat: renewed every second, gone 3 s after a worker stopped renewing it. */
 export const heartbeatMs = 1000;
@@ -44,7 +54,7 @@ export const Operation = z.discriminatedUnion('op', [
   z.object({ op: z.literal('remove'), ref: text, force: z.boolean() }).strict(),
   z.object({ op: z.literal('inspect') }).strict(),
   z.object({ op: z.literal('inspectOne'), ref: text, screen: z.boolean() }).strict(),
-  z.object({ op: z.literal('events'), ref: text }).strict(),
+  z.object({ op: z.literal('events'), ref: text, follow: z.boolean().optional() }).strict(),
   z.object({ op: z.literal('recover'), dryRun: z.boolean(), retryLost: z.boolean(), timeoutSeconds: seconds.optional() }).strict(),
 ]);
 export type Operation = z.infer<typeof Operation>;
@@ -73,8 +83,13 @@ export const JobResult = z.union([
 ]);
 export type JobResult = z.infer<typeof JobResult>;
 
-/** Live output of a running job (BullMQ job progress): one lifecycle event or the turn's progress so far. */
-export const JobProgress = z.union([z.object({ event: z.record(z.unknown()) }), z.object({ progress: z.record(z.unknown()) })]);
+/** Live output of a running job (BullMQ job progress): one lifecycle event, the turn's progress so far, or its message sent. */
+export const JobProgress = z.union([
+  z.object({ event: z.record(z.unknown()) }),
+  z.object({ progress: z.record(z.unknown()) }),
+  // The turn's message left for the CLI (the library's onSent): a detached cal returns on it.
+  z.object({ sent: z.object({ handle: z.string(), turn: z.string() }).strict() }),
+]);
 export type JobProgress = z.infer<typeof JobProgress>;
 
 /** The CalError a wire error stands for. */

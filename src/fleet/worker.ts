@@ -52,7 +52,27 @@ export async function startFleetWorker(o: WorkerOptions): Promise<RunningWorker>
 
   const lockDuration = o.lockMs ?? 10_000;
   const settings = { connection: redis, lockDuration, stalledInterval: Math.max(500, Math.floor(lockDuration / 2)), maxStalledCount: 20, drainDelay: 5 };
-  const processor = (job: Job) => processJob(sessions, redis, o.host, job);
+  // A job whose lock lapsed (Redis away longer than lockMs) is handed out again while its first
+  // run still goes on in this process: the second run waits for the first and gives its result.
+  const running = new Map<string, { result: Promise<JobResult>; abort: AbortController }>();
+  const processor = async (job: Job) => {
+    const id = String(job.id);
+    const first = running.get(id);
+    if (first) return first.result;
+    const abort = new AbortController();
+    const result = processJob(sessions, redis, o.host, job, abort.signal);
+    running.set(id, { result, abort });
+    try {
+      return await result;
+    } finally {
+      running.delete(id);
+    }
+  };
+  // A caller's abort (Ctrl-C on its cal, the end of a follow) reaches the job it names, here.
+  const aborts = redis.duplicate();
+  aborts.on('error', () => undefined);
+  aborts.on('message', (_channel: string, jobId: string) => running.get(jobId)?.abort.abort());
+  await aborts.subscribe(keys.abort);
   const workers = [
     new Worker(newSessionQueue, processor, { ...settings, concurrency: slots }),
     // Turns wait on CLIs, inspect and kill-tmux must not wait behind them; a second continue of a
@@ -68,13 +88,14 @@ export async function startFleetWorker(o: WorkerOptions): Promise<RunningWorker>
       await Promise.all(workers.map((w) => w.close()));
       clearInterval(timer);
       await redis.del(keys.alive(o.host)).catch(() => undefined);
+      aborts.disconnect();
       await sessions.close();
       redis.disconnect();
     },
   };
 }
 
-async function processJob(sessions: LocalSessions, redis: import('ioredis').Redis, host: string, job: Job): Promise<JobResult> {
+async function processJob(sessions: LocalSessions, redis: import('ioredis').Redis, host: string, job: Job, signal: AbortSignal): Promise<JobResult> {
   const parsed = JobData.safeParse(job.data);
   if (!parsed.success) {
     return { ok: false, host, error: { kind: 'usage', message: `the worker on ${host} refused a job that is not one of cal's operations: ${parsed.error.issues[0]?.message ?? 'invalid'}` } };
@@ -85,11 +106,40 @@ async function processJob(sessions: LocalSessions, redis: import('ioredis').Redi
   if (notAfter !== null && Date.now() > notAfter && job.attemptsStarted <= 1 && job.stalledCounter === 0) {
     return { ok: false, host, error: { kind: 'host_unavailable', message: `the request waited past its bound before ${host} took it; nothing was sent` } };
   }
-  const report = (p: JobProgress) => void job.updateProgress(p).catch(() => undefined);
-  const result = await runOperation(sessions, host, operation, String(job.id), report);
+  if (job.attemptsStarted <= 1 && job.stalledCounter === 0 && (await redis.exists(keys.aborted(String(job.id)))) === 1) {
+    return { ok: false, host, error: { kind: 'interrupted', message: `the call was aborted before ${host} began it; nothing was sent` } };
+  }
+  // A new handle is this host's from the moment its first message left, so a detached start's
+  // caller can wait for it (or cancel it) at once, before the turn ends.
+  const report = (p: JobProgress) => {
+    const owned = 'sent' in p ? own(redis, host, p.sent.handle, operation.op === 'start' ? operation.options.name : undefined) : Promise.resolve();
+    void owned.then(() => job.updateProgress(p)).catch(() => undefined);
+  };
+  const lease = operation.op === 'events' && operation.follow ? followLease(redis, String(job.id), signal) : null;
+  const result = await runOperation(sessions, host, operation, String(job.id), report, lease?.signal ?? signal).finally(() => lease?.stop());
   if (operation.op === 'remove' && result.ok) await forget(redis, result.value as { handle?: Handle });
   else await recordOwnership(redis, host, result);
   return result;
+}
+
+/** A follow's own signal: aborted with the job, or once its caller stopped renewing its lease. */
+function followLease(redis: import('ioredis').Redis, jobId: string, signal: AbortSignal): { signal: AbortSignal; stop: () => void } {
+  const own = new AbortController();
+  const end = () => own.abort();
+  signal.addEventListener('abort', end, { once: true });
+  const timer = setInterval(() => {
+    redis.exists(keys.lease(jobId)).then((n) => n === 0 && end(), () => undefined);
+  }, 1000);
+  const stop = () => {
+    clearInterval(timer);
+    signal.removeEventListener('abort', end);
+  };
+  return { signal: own.signal, stop };
+}
+
+async function own(redis: import('ioredis').Redis, host: string, handle: string, name: string | undefined): Promise<void> {
+  await redis.hset(keys.handles, handle, host);
+  if (name) await redis.hset(keys.names, name, host);
 }
 
 /** The handles a start created (or touched) are this host's: continues of them come here. */

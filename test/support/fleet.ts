@@ -1,4 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { calBin } from './clis.js';
@@ -26,10 +27,32 @@ export interface RedisServer {
   stop(): Promise<void>;
 }
 
-export async function startRedis(dir: string, opts: { password?: string; appendonly?: boolean; port?: number } = {}): Promise<RedisServer> {
+/** A server certificate for 127.0.0.1 and the CA that signed it (PEM files), for a TLS redis-server. */
+export interface TlsFiles {
+  ca: string;
+  cert: string;
+  key: string;
+}
+
+/** A throwaway CA and a certificate it signs for 127.0.0.1 and localhost, made with openssl in `dir`. */
+export function makeTlsFiles(dir: string): TlsFiles {
+  const f = (name: string) => path.join(dir, name);
+  const ssl = (...args: string[]) => execFileSync('openssl', args, { stdio: 'ignore' });
+  ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', f('ca.key'), '-out', f('ca.crt'), '-days', '2', '-subj', '/CN=cal test CA');
+  ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', f('server.key'), '-out', f('server.csr'), '-subj', '/CN=127.0.0.1');
+  writeFileSync(f('ext.cnf'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
+  ssl('x509', '-req', '-in', f('server.csr'), '-CA', f('ca.crt'), '-CAkey', f('ca.key'), '-CAcreateserial', '-out', f('server.crt'), '-days', '2', '-extfile', f('ext.cnf'));
+  return { ca: f('ca.crt'), cert: f('server.crt'), key: f('server.key') };
+}
+
+export async function startRedis(dir: string, opts: { password?: string; appendonly?: boolean; port?: number; tls?: TlsFiles } = {}): Promise<RedisServer> {
   const port = opts.port ?? (await freePort());
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--dir', dir];
-  if (opts.appendonly) args.push('--appendonly', 'yes');
+  // TLS only: the plain port is closed (0), clients must speak TLS and need not show a certificate.
+  const listen = opts.tls
+    ? ['--port', '0', '--tls-port', String(port), '--tls-cert-file', opts.tls.cert, '--tls-key-file', opts.tls.key, '--tls-ca-cert-file', opts.tls.ca, '--tls-auth-clients', 'no']
+    : ['--port', String(port)];
+  const args = [...listen, '--bind', '127.0.0.1', '--save', '', '--dir', dir];
+  if (opts.appendonly) args.push('--appendonly', 'yes', '--appendfsync', 'always');
   if (opts.password) args.push('--requirepass', opts.password);
   const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
@@ -37,7 +60,7 @@ export async function startRedis(dir: string, opts: { password?: string; appendo
   await until(() => out.includes('Ready to accept connections'), `redis-server on ${port}: ${out}`);
   const auth = opts.password ? `:${encodeURIComponent(opts.password)}@` : '';
   return {
-    url: `redis://${auth}127.0.0.1:${port}`,
+    url: `${opts.tls ? 'rediss' : 'redis'}://${auth}127.0.0.1:${port}`,
     port,
     child,
     stop: () => stopChild(child, 'SIGKILL'),

@@ -1,0 +1,85 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs/promises';
+import { realpathSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { baseEnv, runCal, scratchDir, type CalRun } from '../support/cal.js';
+import { startRedis, startWorker, stopChild, until, workerDirs, type RedisServer, type WorkerProcess } from '../support/fleet.js';
+import { fakeCli, readLog } from '../support/structured-fakes.js';
+
+/**
+ * The fleet (docs/fleet.md, "Faults") across a Redis restart: redis-server with its append-only
+ * file (appendonly yes, appendfsync always) is SIGKILLed while turns run and a start waits in the
+ * queue, and started again on the same port and directory. Every call settles once, the CLI got
+ * each message once, and the job that waited is not lost.
+ */
+describe('a fleet whose Redis restarts (with persistence) while turns run', () => {
+  let root: string;
+  let redis: RedisServer;
+  let worker: WorkerProcess;
+  let clientEnv: Record<string, string>;
+  let log: string;
+  let work: string;
+
+  const cal = (args: string[]): Promise<CalRun> => runCal(['--fleet', redis.url, ...args], { env: clientEnv, timeoutMs: 120_000 });
+  const start = (message: string, ...more: string[]) => cal(['start', '--provider', 'cursor', '--cwd', work, '--json', ...more, message]);
+  const sent = async (text: string) => (await readLog(log)).filter((r) => r.argv?.includes('-p') && r.argv.at(-1) === text).length;
+
+  beforeAll(async () => {
+    root = realpathSync(await scratchDir('fleet-redis-restart'));
+    log = path.join(root, 'cursor.log');
+    const bin = path.join(root, 'bin');
+    work = path.join(root, 'work');
+    await fs.mkdir(bin);
+    await fs.mkdir(work);
+    await fs.mkdir(path.join(root, 'redis'));
+    await fs.symlink(fakeCli.cursor, path.join(bin, 'cursor-agent'));
+    redis = await startRedis(path.join(root, 'redis'), { appendonly: true });
+    clientEnv = baseEnv({ HOME: path.join(root, 'client-home') });
+    const dirs = workerDirs(root, 'm1');
+    await fs.mkdir(dirs.home, { recursive: true });
+    const env = baseEnv({ HOME: dirs.home, PATH: `${bin}:${process.env.PATH}`, FAKE_CURSOR_LOG: log, CURSOR_API_KEY: 'test', CAL_FLEET_LOCK_MS: '2000' });
+    // One slot: a second start waits in the new-session queue while Redis restarts.
+    worker = await startWorker(redis.url, 'm1', dirs.state, env, ['--slots', '1']);
+  }, 60_000);
+
+  afterAll(async () => {
+    if (worker) await stopChild(worker.child, 'SIGKILL');
+    await redis?.stop();
+    await fs.rm(root, { recursive: true, force: true });
+  });
+
+  it('turns in flight and a queued start each settle once; the CLI got every message once', async () => {
+    const s = await start('Remember the codeword PERSIST.', '--name', 'persist');
+    expect(s.code, s.stderr).toBe(0);
+    const turn = 'What was the codeword? Through a restart. [[fake:delay=4000]]';
+    const first = 'Remember the codeword FIRST. [[fake:delay=4000]]';
+    const queued = 'Remember the codeword QUEUED.';
+    const continuing = cal(['continue', 'persist', '--json', '--host-wait', '60', turn]);
+    const starting = start(first, '--host-wait', '60');
+    await until(async () => (await sent(turn)) === 1 && (await sent(first)) === 1, 'both turns at the CLI');
+    const waiting = start(queued, '--host-wait', '60');
+    // Its job is in Redis, waiting for the one slot.
+    await until(() => execFileSync('redis-cli', ['-p', String(redis.port), 'llen', 'bull:cal-new:wait'], { encoding: 'utf8' }).trim() === '1', 'the start queued');
+    expect(await sent(queued)).toBe(0);
+
+    await redis.stop();
+    await new Promise((r) => setTimeout(r, 1500));
+    redis = await startRedis(path.join(root, 'redis'), { appendonly: true, port: redis.port });
+
+    const [c, f, q] = await Promise.all([continuing, starting, waiting]);
+    expect(c.code, c.stdout + c.stderr).toBe(0);
+    expect(c.json.turn).toMatchObject({ status: 'completed', answer: 'The codeword was PERSIST.' });
+    expect(f.code, f.stdout + f.stderr).toBe(0);
+    expect(f.json.turn.status).toBe('completed');
+    expect(q.code, q.stdout + q.stderr).toBe(0);
+    expect(q.json.turn.status).toBe('completed');
+    for (const m of [turn, first, queued]) expect(await sent(m)).toBe(1);
+    // The worker lived through it and still serves: the handle's records hold the turn once.
+    const again = await cal(['continue', 'persist', '--json', 'What was the codeword?']);
+    expect(again.code, again.stderr).toBe(0);
+    const detail = await cal(['inspect', 'persist', '--json']);
+    expect(detail.code, detail.stderr).toBe(0);
+    expect(detail.json.turns.filter((t: { message: string }) => t.message === turn)).toHaveLength(1);
+  }, 150_000);
+});
