@@ -235,6 +235,13 @@ export interface CliAdapter {
   /** Find the transcript the CLI wrote for our first message; null while it is not there yet. */
   bindTranscript(req: BindRequest): Promise<TranscriptBinding | null>;
   /**
+   * For a CLI whose own store is not an append-only JSONL file (OpenCode's SQLite database):
+   * appends to the transcript file `bindTranscript` named (a JSONL mirror cal keeps of that
+   * session's records) whatever the store holds that the mirror does not yet. The engine calls
+   * it before every read of the transcript. Unset: the transcript is the CLI's own file.
+   */
+  refreshTranscript?(transcriptPath: string): Promise<void>;
+  /**
    * A fresh observer that recognises our message and the end of its turn. Records written
    * before `notBefore` (when given) are never taken for our message.
    */

@@ -186,6 +186,7 @@ export async function awaitStructuredTurn(req: TurnRequest, text: string, sentAt
       }
     }
     if (handle.transcript) {
+      await adapter.refreshTranscript?.(handle.transcript.path);
       const fed = await feedTranscript(handle.transcript.path, offset, observer);
       if (fed.truncated) throw new CalError('lost', `the transcript ${handle.transcript.path} was truncated or replaced while the turn ran`);
       offset = fed.offset;

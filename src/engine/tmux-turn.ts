@@ -166,6 +166,7 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
   const readAll = async (): Promise<boolean> => {
     if (handle.signals) signalOffset = await feedSignals(handle.signals.path, signalOffset, observer);
     if (!transcriptPath) return false;
+    await adapter.refreshTranscript?.(transcriptPath);
     const fed = await feedTranscript(transcriptPath, offset, observer, onRecord);
     if (fed.truncated) {
       throw new CalError('resume_unavailable', `the ${adapter.name} transcript ${transcriptPath} is shorter than what cal already read: it was replaced or truncated`);
