@@ -23,6 +23,11 @@ export const exitCodes = {
   cli_unsupported: 16,
   /** Through a fleet: the host that owns the session (or every worker, or Redis itself) stayed unreachable past the caller's bound. */
   host_unavailable: 17,
+  /**
+   * The message was sent and the CLI wrote to its session after it, but no record there can be
+   * matched to it: it may have been taken. Not "not taken" (turn_failed): do not resend blindly.
+   */
+  unconfirmed: 19,
 } as const;
 
 export type ErrorKind = keyof typeof exitCodes;

@@ -11,6 +11,8 @@ export { providerNames, toolPolicies, transports } from './handles/schema.js';
 export type {
   AskOptions,
   CalEvent,
+  CancelOptions,
+  CancelResult,
   CertId,
   CertificationSummary,
   CertifyOptions,
@@ -36,6 +38,8 @@ export type {
   RecoverItem,
   RecoverOptions,
   RecoverResult,
+  ReapItem,
+  ReapOptions,
   RunRecovery,
   SessionDetail,
   SessionList,

@@ -15,6 +15,7 @@ const cliAdapters: Partial<Record<ProviderName, () => Promise<CliAdapter>>> = {
   pi: async () => (await import('./pi/index.js')).piAdapter,
   cursor: async () => (await import('./cursor/index.js')).cursorAdapter,
   agy: async () => (await import('./agy/index.js')).agyAdapter,
+  qwen: async () => (await import('./qwen/index.js')).qwenAdapter,
 };
 
 const apiAdapters: Partial<Record<ProviderName, () => Promise<ApiProviderAdapter>>> = {

@@ -1,13 +1,14 @@
 import type { ToolActivity } from '../handles/tool-activity.js';
-import { olderThan } from './record-time.js';
-import type { TurnObservation, TurnObserver } from './types.js';
+import { olderThan, recordTime } from './record-time.js';
+import type { PromptMatch, TurnObservation, TurnObserver } from './types.js';
 
 export type TurnEnd = 'completed' | 'failed' | 'interrupted' | 'lost';
 
 /**
  * The bookkeeping every CLI's turn observer shares: unknown records are counted and skipped,
  * records older than the send are never taken for our message, and the turn moves once from
- * waiting to running (keyed by the CLI's own turn key) to ended. Each adapter supplies how its
+ * waiting to running (keyed by the CLI's own turn key) to ended. Which prompt record is ours is
+ * decided here for every CLI (isOurPrompt). Each adapter supplies how its
  * records are classified and what starts and ends a turn in them, and may settle a running turn
  * on time alone (`settle`: an end that waits a bounded time for the transcript to catch up).
  */
@@ -15,13 +16,17 @@ export abstract class TranscriptTurnObserver<R> implements TurnObserver {
   private state: TurnObservation = { phase: 'waiting' };
   tools: ToolActivity[] = [];
   unknownRecords = 0;
+  recordsSinceSend = 0;
   protected turnKey: string | null = null;
   protected lastAnswer: string | null = null;
   private readonly needle: string;
+  /** The time of the record being fed (null: it carries none). */
+  private recordAt: number | null = null;
 
   constructor(
     message: string,
     private readonly notBefore?: Date,
+    private readonly match: PromptMatch = {},
   ) {
     this.needle = this.normalise(message);
   }
@@ -37,6 +42,8 @@ export abstract class TranscriptTurnObserver<R> implements TurnObserver {
 
   feed(value: unknown): void {
     if (this.state.phase === 'ended') return;
+    this.recordAt = recordTime(value);
+    if (this.state.phase === 'waiting' && this.notBefore && this.recordAt !== null && this.recordAt >= this.notBefore.getTime()) this.recordsSinceSend++;
     const rec = this.classify(value);
     if (rec === null) {
       this.unknownRecords++;
@@ -68,6 +75,20 @@ export abstract class TranscriptTurnObserver<R> implements TurnObserver {
   /** Whether a user text is (or contains) our message. */
   protected isOurs(text: string): boolean {
     return this.normalise(text).includes(this.needle);
+  }
+
+  /**
+   * Whether a prompt record (the adapter has checked it is a person's prompt, not context or a
+   * tool result) carries our message: its text is or contains ours, or (`firstPromptAfterSend`)
+   * it is the first prompt the CLI recorded at or after the send. cal sent it just now, holding
+   * the handle's lock, into a pane it owns, so that prompt is the one it sent, however the CLI
+   * transformed it (Claude Code and Codex store a pasted path to an image as `[Image #1]` and the
+   * image; Gemini replaces a path to any file with the file). A record without a time of its
+   * own is matched by its text only.
+   */
+  protected isOurPrompt(text: string): boolean {
+    if (this.isOurs(text)) return true;
+    return this.match.firstPromptAfterSend === true && this.notBefore !== undefined && this.recordAt !== null && this.recordAt >= this.notBefore.getTime();
   }
 
   protected begin(turnKey: string | null): void {

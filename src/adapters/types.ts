@@ -1,3 +1,4 @@
+import type { PaneScreen } from '../tmux/screen.js';
 import type { PinnedCli, ProviderName, ToolPolicy } from '../handles/schema.js';
 import type { ToolActivity } from '../handles/tool-activity.js';
 import type { SupportedVersions } from './versions.js';
@@ -91,6 +92,16 @@ export type TurnObservation =
       error: string | null;
     };
 
+/** How an observer may know the turn's prompt record besides by its text. */
+export interface PromptMatch {
+  /**
+   * cal sent the message just now into a pane it owns, holding the handle's lock: the first
+   * prompt record the CLI writes at or after `notBefore` is this message, even when the CLI
+   * stored it transformed (an image path as an attachment). Never set for a turn followed again.
+   */
+  firstPromptAfterSend?: boolean;
+}
+
 export interface TurnObserver {
   /** Feed transcript records in file order. */
   feed(record: unknown): void;
@@ -111,6 +122,12 @@ export interface TurnObserver {
   readonly partialAnswer: string;
   /** Records that matched no known shape (counted, never fatal). */
   readonly unknownRecords: number;
+  /**
+   * Records the CLI wrote, by their own time, at or after the send while no record of the turn's
+   * message was found yet (any kind). None: the CLI took nothing; some: it wrote after the send,
+   * so cal cannot say the message was not taken. Unset where the observer has no send time.
+   */
+  readonly recordsSinceSend?: number;
   /**
    * True while the running turn's last record is a request the model has not answered yet (the
    * prompt, or a tool result sent back), false while tools run or wait for a confirmation. Read
@@ -245,7 +262,7 @@ export interface CliAdapter {
    * A fresh observer that recognises our message and the end of its turn. Records written
    * before `notBefore` (when given) are never taken for our message.
    */
-  observeTurn(message: string, notBefore?: Date): TurnObserver;
+  observeTurn(message: string, notBefore?: Date, match?: PromptMatch): TurnObserver;
   /** The text to paste for a message (e.g. guard a leading '/' or '!'). */
   pasteText(message: string): string;
   /**
@@ -253,6 +270,13 @@ export interface CliAdapter {
    * command however it is guarded), or null. Checked before any turn is recorded.
    */
   refuseMessage?(message: string): string | null;
+  /**
+   * How cal empties the CLI's input box of a draft a person left there (attached to the pane,
+   * typed, detached without Enter) before it pastes into a live pane (docs/drafts.md). Unset:
+   * the input cannot be cleared safely, and cal refuses to paste into the CLI's live pane
+   * (`non_continuable`) before anything is sent.
+   */
+  readonly draft?: DraftControl;
   /**
    * How long to wait between a paste and its Enter, for a TUI that drops an Enter arriving in
    * the same burst as the paste (Gemini CLI). Unset: Enter right after the paste.
@@ -273,6 +297,18 @@ export interface CliAdapter {
    * slow. Unset: the engine never presses anything on its own.
    */
   readonly stallKeys?: StallKeys;
+  /**
+   * Keys that empty the prompt after a turn ended interrupted, for a TUI that puts the interrupted
+   * message back in its input (Qwen Code): pressed once then, so the next paste is not appended
+   * to it. Unset: nothing is pressed.
+   */
+  readonly afterInterruptKeys?: string[];
+  /**
+   * Keys that stop a TUI still retrying a request after cal failed its turn (Qwen Code retries a
+   * failing model for about a minute; Escape stops it and puts the prompt back in the input):
+   * pressed once when a turn ends failed, then `afterInterruptKeys` a moment later. Unset: none.
+   */
+  readonly afterFailKeys?: string[];
   structured?: StructuredTransport;
   /**
    * The environment that points this CLI at cal's scripted model, in a throwaway HOME (or CLI
@@ -285,4 +321,19 @@ export interface CliAdapter {
    * (`cal certify --live`) can, and `cal inspect` marks it uncertified here.
    */
   readonly liveCertificationOnly?: string;
+}
+
+/** Reading and clearing a draft in a CLI's input box (measured per CLI: docs/drafts.md). */
+export interface DraftControl {
+  /**
+   * What the input box's first row holds ('' when empty, its placeholder aside), read from the
+   * pane's screen; null when the screen shows no input box of a shape the adapter knows.
+   */
+  read(screen: PaneScreen): string | null;
+  /**
+   * Keys (tmux send-keys names) that delete a draft, or one wrapped row of it: cal sends them,
+   * waits until the TUI has drawn their effect, and reads the box again, a bounded number of
+   * times. Never Enter, never a key that interrupts, quits or opens a dialog.
+   */
+  readonly keys: readonly string[];
 }

@@ -24,12 +24,18 @@ export const command = defineCommand({
     hostWait: { value: '<seconds>', help: 'through a fleet: how long to wait for the host to be up before host_unavailable (default 30)' },
     events: { help: 'stream lifecycle events as NDJSON on stderr' },
     stream: { help: "print the assistant's text and tool activity as the CLI records them (NDJSON events with --json)" },
+    detach: { help: 'return once the turn is recorded and sent: the turn id on stdout (JSON with --json); cal wait prints its result' },
     json: { help: 'print one JSON object on stdout' },
   },
   async run([ref, messageArg], opts, global) {
     try {
       parseHandleRef(ref);
       checkSystemPromptFlags(opts);
+      // The detached cal's own run (commands/detach.ts) tells the cal that started it when its message left.
+      // Loaded only when detaching, or in the detached cal (CAL_DETACHED_CHILD): not on every continue.
+      const detach = opts.detach || process.env.CAL_DETACHED_CHILD ? await import('./detach.js') : null;
+      const onSent = detach?.detachedOnSent();
+      if (detach && opts.detach && !onSent) return await detach.runDetached(opts, messageArg === '-');
       const message = await readMessage(messageArg);
       const wait = parseWait(opts.wait);
       const sessions = await openSessions(openOptions(global));
@@ -48,6 +54,7 @@ export const command = defineCommand({
             hostWaitSeconds: opts.hostWait ? parseSeconds(opts.hostWait, '--host-wait') : undefined,
             onEvent: live.onEvent,
             onProgress: live.onProgress,
+            onSent,
             signal: cancelOnInterrupt(),
           }),
         live,

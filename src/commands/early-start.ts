@@ -13,5 +13,8 @@ export function startEarly(argv: readonly string[], env: NodeJS.ProcessEnv): voi
   const ref = args[at + 1];
   // Through a fleet the turn runs on the handle's host: nothing starts here.
   if (at === -1 || args[at] !== 'continue' || ref === undefined || fleetArg(args, env)) return;
+  // A detached continue's turn runs in a cal of its own (commands/detach.ts), which starts it there.
+  const end = args.indexOf('--');
+  if ((end === -1 ? args : args.slice(0, end)).includes('--detach')) return;
   startRecordedContinuation(stateDirArg(args), ref, env);
 }

@@ -1,8 +1,9 @@
-import { openSessions, type CertificationSummary, type SessionDetail, type Sessions } from '../index.js';
+import { realpathSync } from 'node:fs';
+import { CalError, openSessions, providerNames, type CertificationSummary, type SessionDetail, type Sessions } from '../index.js';
 import { listCertifications } from '../certify/results.js';
 import { liveCertificationOnly } from '../certify/scope.js';
 import type { InspectSource } from '../tui/source.js';
-import { age, certificationText, eventDetail, oneLine, screenTail, splitPanes, toolLine } from '../tui/format.js';
+import { age, certificationText, eventDetail, listing, listingRows, oneLine, screenTail, splitPanes, toolLine, type ListingFilter } from '../tui/format.js';
 import { renderError, uncertifiedCliText, openOptions } from './common.js';
 import { defineCommand } from './spec.js';
 import { createRequire } from 'node:module';
@@ -29,27 +30,37 @@ export const command = defineCommand({
   help: 'show handles: identity, panes, turns and events',
   args: [{ name: 'handle', help: 'handle id or name (default: every handle)' }],
   options: {
+    cwd: { value: '<dir>', help: 'only the handles working in DIR' },
+    provider: { value: '<name>', help: 'only the handles of this provider' },
+    live: { help: 'only the handles with a live pane or a turn in flight' },
     json: { help: 'print JSON' },
   },
   async run([ref], opts, global) {
     try {
+      const filter = listingFilter(opts);
+      if (ref !== undefined && (filter.cwd !== undefined || filter.provider !== undefined || filter.live)) {
+        throw new CalError('usage', '--cwd, --provider and --live filter the list of handles; leave them out with a handle');
+      }
       const sessions = await openSessions(openOptions(global));
       if (!opts.json && process.stdout.isTTY && process.stdin.isTTY) {
         // A bad reference fails here, as a plain typed error, before the terminal is taken over.
         if (ref !== undefined) await sessions.inspect(ref, { screen: false });
         const { runTui } = await loadTui();
-        return await runTui({ source: tuiSource(sessions), ref, stateDir: sessions.stateDir });
+        return await runTui({ source: tuiSource(sessions, filter), ref, stateDir: sessions.stateDir });
       }
       if (ref === undefined) {
-        const { handles, certifications, unreadable, hosts } = await sessions.inspect();
+        const list = await sessions.inspect();
+        const { certifications, unreadable, hosts } = list;
+        const handles = listing(list.handles, filter);
         if (opts.json) {
-          process.stdout.write(JSON.stringify({ handles: handles.map(({ handle, lastTurn }) => ({ ...handle, lastTurn })), certifications, unreadable, ...(hosts ? { hosts } : {}) }) + '\n');
+          process.stdout.write(JSON.stringify({ handles: handles.map(({ handle, lastTurn, paneAlive }) => ({ ...handle, lastTurn, paneAlive })), certifications, unreadable, ...(hosts ? { hosts } : {}) }) + '\n');
         } else {
           // A handle file that cannot be read is reported (on stderr), never left out in silence.
           for (const u of unreadable) process.stderr.write(`cal: unreadable handle ${u.file}${u.name ? ` (name ${u.name})` : ''}: ${u.reason}\n`);
           if (handles.length > 0) {
-            const rows = handles.map(({ handle, lastTurn }) => [handle.id, handle.name ?? '-', handle.provider.provider, handle.provider.cli?.version ?? '-', handle.provider.status, lastTurn?.status ?? '-', handle.updatedAt]);
-            process.stdout.write(columns([['HANDLE', 'NAME', 'PROVIDER', 'CLI', 'STATUS', 'LAST TURN', 'UPDATED'], ...rows]));
+            process.stdout.write(columns(listingRows(handles)));
+          } else if (list.handles.length > 0) {
+            process.stderr.write(`cal: no handles match ${filterText(filter)} (of ${list.handles.length} in ${sessions.stateDir})\n`);
           } else if (unreadable.length === 0) {
             // Said on stderr, so stdout stays empty for a script that counts lines.
             process.stderr.write(`cal: no handles in ${sessions.stateDir}; start one with cal start\n`);
@@ -81,7 +92,7 @@ export const command = defineCommand({
  * What the TUI reads, from the library. Its certification results come from the stored
  * `cal certify` runs (certify/results.ts), and one poll's describe and screen share one read.
  */
-function tuiSource(sessions: Sessions): InspectSource {
+function tuiSource(sessions: Sessions, filter: ListingFilter): InspectSource {
   const reading = new Map<string, Promise<SessionDetail>>();
   const detail = (ref: string): Promise<SessionDetail> => {
     let pending = reading.get(ref);
@@ -92,12 +103,33 @@ function tuiSource(sessions: Sessions): InspectSource {
     return pending;
   };
   return {
-    list: async () => (await sessions.inspect()).handles,
+    list: async () => listing((await sessions.inspect()).handles, filter),
     describe: (ref) => detail(ref),
     screen: async (ref) => (await detail(ref)).screen,
     attachCommand: async (ref) => (await sessions.inspect(ref, { screen: false })).attach,
     certification: async (provider, version) => (await listCertifications(sessions.stateDir)).filter((c) => c.provider === provider && c.version === version),
   };
+}
+
+/** The list filters, checked: a directory that is not there or an unknown provider is a usage error. */
+function listingFilter(opts: { cwd?: string | boolean; provider?: string | boolean; live?: boolean | string }): ListingFilter {
+  const filter: ListingFilter = { live: opts.live === true };
+  if (typeof opts.provider === 'string') {
+    if (!(providerNames as readonly string[]).includes(opts.provider)) throw new CalError('usage', `unknown --provider ${JSON.stringify(opts.provider)}; known: ${providerNames.join(', ')}`);
+    filter.provider = opts.provider;
+  }
+  if (typeof opts.cwd === 'string') {
+    try {
+      filter.cwd = realpathSync(opts.cwd);
+    } catch {
+      throw new CalError('usage', `--cwd ${JSON.stringify(opts.cwd)} is not a directory cal can read`);
+    }
+  }
+  return filter;
+}
+
+function filterText(filter: ListingFilter): string {
+  return [filter.cwd !== undefined ? `--cwd ${filter.cwd}` : '', filter.provider !== undefined ? `--provider ${filter.provider}` : '', filter.live ? '--live' : ''].filter(Boolean).join(' ');
 }
 
 /** Left-aligned columns, two spaces apart (the last one unpadded). */

@@ -27,9 +27,11 @@ export const command = defineCommand({
       const waitSeconds = opts.wait === undefined ? undefined : opts.wait === true || opts.wait === 'forever' ? Infinity : parseSeconds(String(opts.wait), '--wait');
       const store = await StateStore.open(global.stateDir);
       const held = await store.locks.acquire(namedLock(name), { waitSeconds }).catch((err: unknown) => {
-        // The lock's file name is cal's business: the message names the lock as the user did.
-        if (err instanceof CalError) throw new CalError(err.kind, err.message.replace(namedLock(name), `lock ${name}`), err.details);
-        throw err;
+        if (!(err instanceof CalError)) throw err;
+        // The lock module speaks of a handle being continued; here it is a lock a command or a
+        // plan phase holds, named as the user named it (its file name is cal's business).
+        if (err.kind === 'busy') throw new CalError('busy', heldMessage(name, waitSeconds), err.details);
+        throw new CalError(err.kind, err.message.replace(namedLock(name), `lock ${name}`), err.details);
       });
       try {
         const res = await execa(command[0] as string, command.slice(1), { stdio: 'inherit', reject: false });
@@ -46,3 +48,10 @@ export const command = defineCommand({
     }
   },
 });
+
+/** Why the lock was not taken: a lock is held (by a cal lock or a plan phase), not a handle continued. */
+function heldMessage(name: string, waitSeconds: number | undefined): string {
+  const by = 'another process (a cal lock command or a plan phase)';
+  if (waitSeconds === undefined) return `lock ${name} is busy: it is held by ${by}; retry later, or pass --wait to wait for it`;
+  return `lock ${name} is still busy after waiting ${waitSeconds}s: it is held by ${by}; retry later`;
+}

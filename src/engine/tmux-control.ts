@@ -1,5 +1,8 @@
 import type { TmuxLocation } from '../handles/schema.js';
-import type { OwnPane, PaneInfo, PaneSpec, PaneState } from '../tmux/tmux.js';
+import type { PaneScreen } from '../tmux/screen.js';
+import type { OwnPane, PaneInfo, PaneListing, PaneSpec, PaneState } from '../tmux/tmux.js';
+
+export type { PaneListing } from '../tmux/tmux.js';
 
 /**
  * What the engine needs of tmux, as an interface it is given: the real server on cal's own
@@ -14,7 +17,11 @@ export interface TmuxControl {
   pasteIfOwn(own: OwnPane, text: string, submit?: boolean): Promise<boolean>;
   sendKeys(paneId: string, keys: string[]): Promise<void>;
   capture(paneId: string, lines?: number): Promise<string>;
+  /** The visible screen with its styles and the cursor (to read an input box), or null. */
+  screen(paneId: string): Promise<PaneScreen | null>;
   killSession(session: string): Promise<boolean>;
+  /** Every pane on the server, with its attached clients (for reaping idle panes). */
+  listPanes(): Promise<PaneListing[]>;
   killServer(): Promise<void>;
 }
 

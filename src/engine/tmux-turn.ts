@@ -4,6 +4,7 @@ import { CalError } from '../errors.js';
 import type { PinnedCli, ProviderHandle, TmuxLocation } from '../handles/schema.js';
 import { waitForChange } from '../transcripts/jsonl-tail.js';
 import { checkArgvSize, paneCommand } from './launch-script.js';
+import { checkLanded, clearDraft } from './draft.js';
 import type { PreparedMessage } from './message.js';
 import { ownPane, PANE_TAG_ENV, samePane } from './tmux-control.js';
 import { feedSignals, feedTranscript } from './transcript-feed.js';
@@ -36,6 +37,15 @@ const RESUBMIT_AFTER_MS = 3000;
 const INTERRUPT_DEATH_MS = 1000;
 /** After a cancel, how long the CLI has to record its own interrupt before cal settles the turn. */
 const CANCEL_GRACE_MS = 10_000;
+/**
+ * The same for a turn with nothing streamed yet that records nothing after the Escape: a request
+ * the model has not begun to answer is dropped without a record by some CLIs (Claude Code 2.x
+ * writes no interrupt then, measured in issue 41), so waiting the whole grace proves nothing.
+ * Anything the CLI records after the Escape brings the full grace back.
+ */
+const QUIET_CANCEL_GRACE_MS = 1500;
+/** Between the keys that stop a failing CLI's retries and those that empty its input. */
+const AFTER_FAIL_PAUSE_MS = 1000;
 
 type Mode = 'fresh' | 'resume' | 'paste';
 
@@ -84,10 +94,14 @@ export async function launchAndFollow(req: TurnRequest, msg: PreparedMessage, mo
  * decides again with the pane gone). The turn record says `sending` before the paste either way.
  */
 export async function pasteAndFollow(req: TurnRequest, msg: PreparedMessage): Promise<EngineResult | null> {
+  const location = req.handle.tmux as TmuxLocation;
+  // Before the turn says `sending`: a draft that cannot be cleared is refused with nothing sent.
+  const draft = await clearDraft(req, location);
+  timingMark('draft-checked');
+  if (draft.pane === 'gone') return null;
   await req.hooks.onSending();
   const sentAt = new Date(Date.now() - 1000);
-  const location = req.handle.tmux as TmuxLocation;
-  if (!(await pasteAndSubmit(req, location, msg.typed, 'if-own'))) return null;
+  if (!(await pasteAndSubmit(req, location, msg.typed, 'if-own', draft.cleared))) return null;
   await req.hooks.onSent?.();
   // The pane was found alive with the paste: the first look at it is due one check interval
   // later, not in the same breath as the paste.
@@ -105,13 +119,18 @@ export async function awaitRecorded(req: TurnRequest, text: string, sentAt: Date
  * cal just launched, or (`if-own`) only while the pane is still the one the handle records,
  * alive: false when it was not, and nothing was pasted.
  */
-async function pasteAndSubmit(req: TurnRequest, location: TmuxLocation, typed: string, pane: 'launched' | 'if-own'): Promise<boolean> {
+async function pasteAndSubmit(req: TurnRequest, location: TmuxLocation, typed: string, pane: 'launched' | 'if-own', checkLanding = false): Promise<boolean> {
   const tmux = req.tmux(location.socket);
   const delay = req.adapter.pasteSubmitDelayMs ?? 0;
-  if (pane === 'launched') await tmux.paste(location.paneId, typed, delay <= 0);
-  else if (!(await tmux.pasteIfOwn(ownPane(location), typed, delay <= 0))) return false;
-  if (delay > 0) {
-    await new Promise((resolve) => setTimeout(resolve, delay));
+  const enterNow = delay <= 0 && !checkLanding;
+  if (pane === 'launched') await tmux.paste(location.paneId, typed, enterNow);
+  else if (!(await tmux.pasteIfOwn(ownPane(location), typed, enterNow))) return false;
+  if (!enterNow) {
+    const pastedAt = Date.now();
+    // A box just emptied of a draft: Enter only once the message shows there alone.
+    if (checkLanding) await checkLanded(req, location, typed);
+    const rest = delay - (Date.now() - pastedAt);
+    if (rest > 0) await new Promise((resolve) => setTimeout(resolve, rest));
     await tmux.sendKeys(location.paneId, ['Enter']);
   }
   return true;
@@ -126,7 +145,8 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
   let handle = req.handle;
   const location = handle.tmux as TmuxLocation;
   const tmux = req.tmux(location.socket);
-  const observer = adapter.observeTurn(text, sentAt);
+  // Sent now (not a turn followed again): the first prompt the CLI records after it is ours.
+  const observer = adapter.observeTurn(text, sentAt, { firstPromptAfterSend: mode !== 'paste' || pasted });
   const deadline = Date.now() + req.timeoutMs;
   let transcriptPath = handle.transcript?.path ?? null;
   let offset = handle.transcript?.offset ?? 0;
@@ -141,6 +161,7 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
   let paneProcessStart = panePid !== undefined && (paneCheckedAt > 0 || mode !== 'paste') ? processStartTime(panePid) : null;
   const paneProcessRuns = () => panePid !== undefined && paneProcessStart !== null && processRuns(panePid, paneProcessStart);
   let cancelledAt: number | null = null;
+  let quietAtCancel = false;
   let fedRecords = 0;
   // When the CLI last wrote a record (or cal last pressed the adapter's stall keys).
   let lastRecordAt = Date.now();
@@ -199,6 +220,11 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
     await hooks.onHandleChanged(handle, {});
   };
 
+  /** A TUI that put the interrupted message back in its input gets it emptied (adapter's keys). */
+  const clearInterruptedInput = async () => {
+    if (adapter.afterInterruptKeys?.length) await tmux.sendKeys(location.paneId, adapter.afterInterruptKeys);
+  };
+
   /** A transcript that holds records, none of a shape the adapter knows, is not an empty turn. */
   const refuseSchemaDrift = () => {
     if (recorded || fedRecords === 0 || observer.unknownRecords < fedRecords) return;
@@ -228,6 +254,13 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
         // turn was lost, not interrupted by a person at the pane (whose CLI keeps running).
         await settle('lost');
         return { handle, outcome: { status: 'lost', answer: null, error: `the ${adapter.name} process ended before the turn recorded its end (it recorded an interrupt while dying)`, turnKey: obs.turnKey, tools: observer.tools } };
+      }
+      if (obs.status === 'interrupted') await clearInterruptedInput();
+      if (obs.status === 'failed' && adapter.afterFailKeys?.length) {
+        await tmux.sendKeys(location.paneId, adapter.afterFailKeys);
+        // The TUI puts the stopped prompt back in its input first, then it is emptied.
+        await new Promise((resolve) => setTimeout(resolve, AFTER_FAIL_PAUSE_MS));
+        await clearInterruptedInput();
       }
       await settle('idle');
       return { handle, outcome: { status: obs.status, answer: obs.answer, error: obs.error, turnKey: obs.turnKey, tools: observer.tools } };
@@ -261,6 +294,14 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
       if (takeBound !== null && !recorded && cancelledAt === null && now - sentAt.getTime() > takeBound) {
         const screen = lastWords(await tmux.capture(location.paneId));
         await settle('idle');
+        if ((observer.recordsSinceSend ?? 0) > 0) {
+          // The CLI wrote after the send, but no prompt record cal can take for this message:
+          // it may well have the message, so "not taken" (resend) would be a guess.
+          throw new CalError(
+            'unconfirmed',
+            `${adapter.name} wrote ${observer.recordsSinceSend} transcript records after the message was sent, none of them a prompt cal can match to it: the message may have been taken; do not send it again before looking at the pane (cal inspect)${screen ? `: ${screen}` : ''}`,
+          );
+        }
         throw new CalError(
           'turn_failed',
           `${adapter.name} did not take the message within ${Math.round(takeBound / 1000)}s: it is not at its prompt (a dialog is open?)${screen ? `: ${screen}` : ''}; answer it in the pane (cal inspect, then a), then continue`,
@@ -284,9 +325,12 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
       // Cancelled as Ctrl-C would: interrupt the CLI the way a person at the pane does, and let
       // it record the interrupt, so the turn is settled from the transcript.
       cancelledAt = Date.now();
+      quietAtCancel = observer.partialAnswer === '' && observer.tools.length === 0;
       await tmux.sendKeys(location.paneId, ['Escape']);
     }
-    if (cancelledAt !== null && Date.now() - cancelledAt > CANCEL_GRACE_MS) {
+    const grace = quietAtCancel && cancelledAt !== null && lastRecordAt < cancelledAt ? QUIET_CANCEL_GRACE_MS : CANCEL_GRACE_MS;
+    if (cancelledAt !== null && Date.now() - cancelledAt > grace) {
+      await clearInterruptedInput();
       await settle('idle');
       return {
         handle,

@@ -1,7 +1,8 @@
+import { spawn } from 'node:child_process';
 import type { ProviderHandle, TmuxLocation } from '../handles/schema.js';
 import { endTagged } from '../util/tagged-processes.js';
 import { TmuxServer } from '../tmux/tmux.js';
-import { PANE_TAG_ENV, paneAlive, samePane, type TmuxFactory } from './tmux-control.js';
+import { PANE_TAG_ENV, paneAlive, samePane, type PaneListing, type TmuxFactory } from './tmux-control.js';
 import { tmuxSocketFor } from './tmux-socket.js';
 
 /**
@@ -54,6 +55,25 @@ export function attachArgv(handle: ProviderHandle): string[] | null {
 }
 
 /**
+ * Runs the attach on this process's terminal and waits for the detach (or a failure); its exit
+ * status. cal's tmux server is not the one the user may be sitting in: attaching from inside tmux
+ * is a deliberate nesting, so tmux's own guard variables are dropped for the child.
+ */
+export function attachTerminal(handle: ProviderHandle): Promise<number> {
+  const argv = attachArgv(handle);
+  if (!argv) return Promise.resolve(1);
+  const env = { ...process.env };
+  delete env.TMUX;
+  delete env.TMUX_PANE;
+  return new Promise((resolve) => {
+    const [cmd, ...args] = argv as [string, ...string[]];
+    const child = spawn(cmd, args, { stdio: 'inherit', env });
+    child.on('error', () => resolve(127));
+    child.on('exit', (code) => resolve(code ?? 1));
+  });
+}
+
+/**
  * Presses keys in a session's current pane, as a person at the terminal would (certify's
  * interrupt scenarios press Escape). Returns false when the session has no live pane.
  */
@@ -68,4 +88,14 @@ export async function pressKeys(handle: ProviderHandle, keys: string[], tmux: Tm
 /** Ends every pane of one state directory (its own tmux server): for demo and certify scratch state. */
 export async function shutdownTransports(transportDir: string, tmux: TmuxFactory = realTmux): Promise<void> {
   await tmux(await tmuxSocketFor(transportDir)).killServer();
+}
+
+/** Every pane on cal's tmux server of one state directory (none when it is not running). */
+export async function listPanes(transportDir: string, tmux: TmuxFactory = realTmux): Promise<PaneListing[]> {
+  return tmux(await tmuxSocketFor(transportDir)).listPanes();
+}
+
+/** The listed pane that is this location's own (same id, session and, where recorded, process), if any. */
+export function findOwnPane(location: TmuxLocation, panes: readonly PaneListing[]): PaneListing | null {
+  return panes.find((p) => p.paneId === location.paneId && samePane(location, { exists: true, dead: p.dead, deadStatus: null, session: p.session, pid: p.pid })) ?? null;
 }

@@ -8,6 +8,8 @@ import { checkAskOptions, checkContinueOptions, checkStartOptions } from '../lib
 import type {
   AskOptions,
   CalEvent,
+  CancelOptions,
+  CancelResult,
   CertifyResult,
   ContinueOptions,
   EventsOptions,
@@ -108,6 +110,25 @@ class FleetSessions implements Sessions {
     const id = refOf(ref);
     const host = await this.hostOf(id);
     return withHost((await this.call(host, { op: 'killTmux', ref: id }, {})) as Handle, host);
+  }
+
+  async cancel(ref: HandleRef, options: CancelOptions = {}): Promise<CancelResult> {
+    const id = refOf(ref);
+    const host = await this.hostOf(id);
+    const op = { op: 'cancel' as const, ref: id, ...(options.timeoutSeconds === undefined ? {} : { timeoutSeconds: options.timeoutSeconds }) };
+    return (await this.call(host, op, {})) as CancelResult;
+  }
+
+  /** Each worker ends its own idle panes by its policy when its turns end (docs/reaping.md). */
+  async reap(): Promise<import('../sessions/reaping.js').ReapItem[]> {
+    throw new CalError('non_applicable', 'through a fleet each worker reaps its own idle panes by its policy; run cal reap on the worker\'s machine, with its --state-dir');
+  }
+
+  /** A pane lives on its host: a terminal here cannot attach to it. */
+  async attach(ref: HandleRef): Promise<number> {
+    const id = refOf(ref);
+    const host = await this.hostOf(id);
+    throw new CalError('non_applicable', `handle ${id} lives on host ${host}: attach there (cal attach ${id} on that machine, with its worker's --state-dir)`);
   }
 
   async remove(ref: HandleRef, options: RemoveOptions = {}): Promise<RemoveResult> {

@@ -42,6 +42,10 @@ async function valueOf(sessions: LocalSessions, op: Operation, jobId: string, re
     }
     case 'killTmux':
       return sessions.killTmux(op.ref);
+    case 'cancel':
+      // Runs beside the turn it cancels (the host queue takes many jobs at once): the turn's own
+      // job settles it as interrupted, as a cancel from another process on that machine does.
+      return sessions.cancel(op.ref, op.timeoutSeconds === undefined ? {} : { timeoutSeconds: op.timeoutSeconds });
     case 'remove':
       return sessions.remove(op.ref, { force: op.force });
     case 'inspect':

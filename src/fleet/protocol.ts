@@ -40,6 +40,7 @@ export const Operation = z.discriminatedUnion('op', [
   z.object({ op: z.literal('start'), options: StartArgs }).strict(),
   z.object({ op: z.literal('continue'), ref: text, message: text, options: ContinueArgs }).strict(),
   z.object({ op: z.literal('killTmux'), ref: text }).strict(),
+  z.object({ op: z.literal('cancel'), ref: text, timeoutSeconds: seconds.optional() }).strict(),
   z.object({ op: z.literal('remove'), ref: text, force: z.boolean() }).strict(),
   z.object({ op: z.literal('inspect') }).strict(),
   z.object({ op: z.literal('inspectOne'), ref: text, screen: z.boolean() }).strict(),

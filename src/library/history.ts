@@ -1,4 +1,5 @@
 import { CalError } from '../errors.js';
+import { wellFormedMessage } from '../util/well-formed.js';
 import type { ChatMessage, Turn } from './types.js';
 
 /** A message cal can send: no NUL byte (no terminal or CLI takes one), not blank. */
@@ -34,7 +35,8 @@ export function splitHistory(messages: readonly ChatMessage[]): { earlier: reado
 
 const shown = (m: ChatMessage | undefined): string => (m ? `${m.role}: ${clip(m.content)}` : '(no message)');
 const clip = (text: string): string => JSON.stringify(text.length > 60 ? `${text.slice(0, 60)}…` : text);
-const same = (a: ChatMessage, b: ChatMessage): boolean => a.role === b.role && a.content.trim() === b.content.trim();
+// A recorded message is the well-formed text that was sent (wellFormedMessage): the caller's copy may still hold the lone surrogate.
+const same = (a: ChatMessage, b: ChatMessage): boolean => a.role === b.role && wellFormedMessage(a.content).trim() === wellFormedMessage(b.content).trim();
 
 /**
  * The caller's earlier messages must be exactly the session's recorded conversation: a native

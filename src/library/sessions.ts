@@ -10,6 +10,8 @@ import { checkHistory, checkMessage, recordedConversation, splitHistory } from '
 import type {
   AskOptions,
   CalEvent,
+  CancelOptions,
+  CancelResult,
   CertId,
   CertifyOptions,
   CertifyResult,
@@ -21,6 +23,7 @@ import type {
   OpenOptions,
   RecoverOptions,
   RecoverResult,
+  ReapOptions,
   RemoveOptions,
   RemoveResult,
   SessionDetail,
@@ -213,6 +216,10 @@ class CalSessions implements LocalSessions {
     return this.agents.killTmux(refOf(ref));
   }
 
+  async reap(options: ReapOptions = {}) {
+    return this.agents.reap({ idleSeconds: options.idleSeconds, maxLive: options.maxLive, dryRun: options.dryRun, onEvent: options.onEvent as EventSink });
+  }
+
   async remove(ref: HandleRef, options: RemoveOptions = {}): Promise<RemoveResult> {
     return this.agents.remove(refOf(ref), options.force === true);
   }
@@ -245,6 +252,14 @@ class CalSessions implements LocalSessions {
     const { recoverRuns } = await import('../workflow/runner.js');
     const runs = await recoverRuns(this.store, this.agents, { env: this.env, dryRun: o.dryRun, onEvent });
     return { dryRun: Boolean(o.dryRun), turns, runs };
+  }
+
+  async attach(ref: HandleRef): Promise<number> {
+    return this.agents.attach(refOf(ref));
+  }
+
+  async cancel(ref: HandleRef, o: CancelOptions = {}): Promise<CancelResult> {
+    return this.agents.cancel(refOf(ref), { env: this.env, timeoutSeconds: o.timeoutSeconds, onEvent: o.onEvent as EventSink });
   }
 
   async certify(o: CertifyOptions): Promise<CertifyResult> {
@@ -322,10 +337,11 @@ function withSignal(signal: AbortSignal | undefined): { signal?: AbortSignal } {
 }
 
 /** The caller's callbacks, in the library's shapes (events as recorded, progress flattened). */
-function callbacks(o: TurnCallOptions): { onEvent?: (e: EventRecord) => void; onProgress?: SessionProgress } {
+function callbacks(o: TurnCallOptions): { onEvent?: (e: EventRecord) => void; onProgress?: SessionProgress; onSent?: TurnCallOptions['onSent'] } {
   const onProgress = o.onProgress;
   return {
     onEvent: o.onEvent as EventSink,
+    ...(o.onSent ? { onSent: o.onSent } : {}),
     onProgress: onProgress ? (p) => onProgress({ phase: p.observation.phase, tools: p.tools, partialAnswer: p.partialAnswer }) : undefined,
   };
 }

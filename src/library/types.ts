@@ -1,6 +1,6 @@
 import type { ErrorKind } from '../errors.js';
 import type { AgentSessionHandle, ProviderName, ToolPolicy, Transport } from '../handles/schema.js';
-import type { HandleSummary, HandleView, PaneView, RecoverAction, RecoverItem } from '../sessions/agent-sessions.js';
+import type { CancelOutcome, HandleSummary, HandleView, PaneView, RecoverAction, RecoverItem } from '../sessions/agent-sessions.js';
 import type { CertificationSummary } from '../certify/results.js';
 import type { certify as runCertifications } from '../certify/runner.js';
 import type { ToolActivity, TurnRecord, TurnStatus } from '../state/turns.js';
@@ -76,6 +76,12 @@ export interface TurnCallOptions {
   onProgress?: (progress: TurnProgress) => void;
   /** Through a fleet: how long to wait for the owning host (or, for a start, any worker) to be up before `host_unavailable` (default 30). */
   hostWaitSeconds?: number;
+  /**
+   * Once the turn is recorded and its message has left cal (pasted, handed to a launch, or to the
+   * structured CLI): its handle and turn ids, before the turn ends. A program fires a turn, goes on,
+   * and awaits the call's promise later (what `cal start|continue --detach` does across processes).
+   */
+  onSent?: (sent: { handle: string; turn: string }) => void;
 }
 
 export interface StartOptions extends TurnCallOptions {
@@ -217,6 +223,20 @@ export interface CertifyResult {
   savedTo: string;
 }
 
+export interface CancelOptions {
+  /** How long recover may follow a turn whose cal is gone (as `recover`'s timeoutSeconds). */
+  timeoutSeconds?: number;
+  onEvent?: (event: CalEvent) => void;
+}
+
+/**
+ * What `cancel` did (design §6): `cancelled` (the cal running the turn interrupted its CLI and
+ * settled it `interrupted`), `already_ended` (the turn ended otherwise first), `recovered` (its
+ * cal was gone: settled as `recover` settles it, `recovered` says how) or `idle` (nothing was in
+ * flight; nothing was done). `turn` is the turn's record as it ended, null when idle.
+ */
+export type CancelResult = CancelOutcome;
+
 export interface RemoveOptions {
   /** Remove even while a turn is in flight (another call holds the handle, or a turn never settled). */
   force?: boolean;
@@ -228,6 +248,19 @@ export interface RemoveResult {
   /** How many of its tmux panes were still running and were ended. */
   panesEnded: number;
 }
+
+export interface ReapOptions {
+  /** End panes idle at least this many seconds (default: the state directory's policy, docs/reaping.md); null: never by idleness. */
+  idleSeconds?: number | null;
+  /** Keep at most this many live panes, least recently used ended first (default: the policy); null: no cap. */
+  maxLive?: number | null;
+  /** Say what would be ended, end nothing. */
+  dryRun?: boolean;
+  onEvent?: (event: CalEvent) => void;
+}
+
+/** One live pane of a handle and what reaping did with it (`reaped`, `would_reap` on a dry run, or `kept`, with why). */
+export type { ReapItem } from '../sessions/reaping.js';
 
 export interface EventsOptions {
   /** Keep yielding new events until `signal` aborts or the handle is removed (default: end after the recorded ones). */
@@ -264,6 +297,15 @@ export interface Sessions {
   inspect(): Promise<SessionList>;
   inspect(ref: HandleRef, options?: InspectOptions): Promise<SessionDetail>;
   recover(options?: RecoverOptions): Promise<RecoverResult>;
+  /**
+   * Attaches this process's terminal to the session's live pane until the user detaches (tmux's
+   * exit status). `non_applicable` for a structured or API session, `not_found` when the pane is gone.
+   */
+  attach(ref: HandleRef): Promise<number>;
+  /** Cancels the turn in flight on a handle, whichever process runs it (see CancelResult). */
+  cancel(ref: HandleRef, options?: CancelOptions): Promise<CancelResult>;
+  /** Ends idle panes (never one with a turn in flight, a terminal attached, or a possible draft); the sessions resume natively on their next continue. */
+  reap(options?: ReapOptions): Promise<import('../sessions/reaping.js').ReapItem[]>;
   certify(options: CertifyOptions): Promise<CertifyResult>;
   events(ref: HandleRef, options?: EventsOptions): AsyncIterable<CalEvent>;
   /** Releases what the object holds open (a fleet's Redis connections); nothing on one machine. */

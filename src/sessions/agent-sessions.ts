@@ -5,14 +5,15 @@ import type { CliAdapter, StartedStructuredTurn } from '../adapters/types.js';
 import { preflight } from '../engine/decision.js';
 import { checkMcpConfig } from '../engine/mcp-config.js';
 import { prepareMessage } from '../engine/message.js';
+import { wellFormedMessage } from '../util/well-formed.js';
 import { dirIdentity, hashFile, sha256 } from '../engine/stability.js';
 import { checkStability } from '../engine/stability.js';
 import { startStructuredTurn } from '../engine/structured-continuation.js';
 import { discardEarlyLaunch } from '../adapters/early-launch.js';
 import type { TmuxFactory } from '../engine/tmux-control.js';
-import { attachArgv, killPaneNamed, killTransport, pressKeys, realTmux, shutdownTransports, transportAlive, transportScreen } from '../engine/transport.js';
+import { attachArgv, attachTerminal, killPaneNamed, killTransport, pressKeys, realTmux, shutdownTransports, transportAlive, transportScreen } from '../engine/transport.js';
 import { CalError, toCalError } from '../errors.js';
-import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleName, ToolPolicy, toolPolicies, Transport, type ProviderHandle, type ProviderName } from '../handles/schema.js';
+import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleName, type ProviderHandle, type ProviderName } from '../handles/schema.js';
 import type { HeldLock } from '../state/lock.js';
 import { newId, type StateStore } from '../state/store.js';
 import type { TurnRecord } from '../state/turns.js';
@@ -22,11 +23,17 @@ import { executeTurn, nextPaneName } from './execute-turn.js';
 import { tmuxSocketFor } from '../engine/tmux-socket.js';
 import { recover, settleEarlierTurns } from './recovery.js';
 import { removeHandle, type RemoveResult } from './remove-handle.js';
+import { reapLimits, reapPanes, type ReapItem } from './reaping.js';
+import { endFailedStart } from './retire-pane.js';
+import { readReapPolicy } from '../state/config.js';
 import { newTurn } from './turn-journal.js';
-import type { ContinueRequest, ExecOptions, HandleSummary, HandleView, RecoverItem, RecoverRequest, StartRequest, TurnResult } from './types.js';
+import { checkToolPolicy, nameTaken, refuseOtherTransport } from './request-checks.js';
+import { cancelTurn, watchCancelRequests } from './cancel-turn.js';
+import type { CancelOutcome, ContinueRequest, ExecOptions, HandleSummary, HandleView, RecoverItem, RecoverRequest, StartRequest, TurnResult } from './types.js';
 
 export type { RemoveResult } from './remove-handle.js';
-export type { ContinueRequest, HandleSummary, HandleView, PaneView, RecoverAction, RecoverItem, RecoverRequest, StartRequest, TurnResult } from './types.js';
+export type { ReapItem } from './reaping.js';
+export type { CancelOutcome, ContinueRequest, HandleSummary, HandleView, PaneView, RecoverAction, RecoverItem, RecoverRequest, StartRequest, TurnResult } from './types.js';
 export { handleLockName } from './context.js';
 
 /**
@@ -43,7 +50,9 @@ export class AgentSessions {
     this.ctx = sessionContext(store, deps.tmux ?? realTmux, deps.adapter ?? loadCliAdapter);
   }
 
-  async start(req: StartRequest): Promise<TurnResult> {
+  async start(request: StartRequest): Promise<TurnResult> {
+    // Every caller's message (command line, library, plan) is made well-formed here, once.
+    const req = { ...request, message: wellFormedMessage(request.message) };
     const api = await loadApiAdapter(req.provider);
     const adapter = api ? null : await this.ctx.adapter(req.provider);
     // A CLI cal drives only through its JSON mode (Cursor, Agy) starts there without being told.
@@ -111,10 +120,38 @@ export class AgentSessions {
     });
     await this.saveNewHandle(handle, req.replace === true);
     await req.onHandle?.(handle);
-    return this.runTurn(handle, req.message, { ...req, waitSeconds: undefined }, req.correlationId ?? null);
+    let result: TurnResult;
+    try {
+      result = await this.runTurn(handle, req.message, { ...req, waitSeconds: undefined }, req.correlationId ?? null);
+    } catch (err) {
+      await endFailedStart(this.ctx, handle.id, toCalError(err).kind);
+      throw err;
+    }
+    if (result.turn.status !== 'completed') await endFailedStart(this.ctx, handle.id, result.turn.status);
+    return result;
   }
 
-  async continue(req: ContinueRequest): Promise<TurnResult> {
+  /** Ends idle panes by the state directory's policy, or the limits given (sessions/reaping.ts). */
+  async reap(req: { idleSeconds?: number | null; maxLive?: number | null; dryRun?: boolean; onEvent?: (e: import('../state/store.js').EventRecord) => void }): Promise<ReapItem[]> {
+    const limits = reapLimits(await readReapPolicy(this.store.layout.root), req);
+    return reapPanes(this.ctx, { ...limits, dryRun: req.dryRun === true, ...(req.onEvent ? { onEvent: req.onEvent } : {}) });
+  }
+
+  /**
+   * The policy applied when a turn ends (config `reap.auto`, on by default): best effort, after
+   * the handle's lock is released, and never the turn's failure.
+   */
+  private async reapAfterTurn(): Promise<void> {
+    try {
+      const policy = await readReapPolicy(this.store.layout.root);
+      if (policy.auto) await reapPanes(this.ctx, { idleSeconds: policy.idleSeconds, maxLive: policy.maxLive });
+    } catch {
+      // A policy that cannot be applied now is applied by the next turn, or by cal reap.
+    }
+  }
+
+  async continue(request: ContinueRequest): Promise<TurnResult> {
+    const req = { ...request, message: wellFormedMessage(request.message) };
     const handle = await this.store.loadHandle(req.ref);
     refuseOtherTransport(handle, req.transport);
     try {
@@ -237,6 +274,22 @@ export class AgentSessions {
     return attachArgv((await this.store.loadHandle(ref)).provider);
   }
 
+  /**
+   * Attaches this process's terminal to the session's live pane until the user detaches; tmux's
+   * exit status. A structured or API session has no pane (non_applicable); a pane that is gone is
+   * said so, with what brings the session back (not_found).
+   */
+  async attach(ref: string): Promise<number> {
+    const handle = await this.store.loadHandle(ref);
+    if (handle.provider.transport !== 'tmux') {
+      throw new CalError('non_applicable', `handle ${handle.id} is ${handle.provider.transport === 'api' ? 'an API session' : 'on the structured transport (one CLI process per turn)'}: it has no pane to attach to`, { handle: handle.id });
+    }
+    if (!(await transportAlive(handle.provider, this.ctx.tmux))) {
+      throw new CalError('not_found', `handle ${handle.id} has no live pane (it ended); cal continue ${handle.name ?? handle.id} "<message>" resumes the session in a new one`, { handle: handle.id });
+    }
+    return attachTerminal(handle.provider);
+  }
+
   /** Presses keys in the session's live pane as a person would; false when it has none. */
   async pressKeys(ref: string, keys: string[]): Promise<boolean> {
     return pressKeys((await this.store.loadHandle(ref)).provider, keys, this.ctx.tmux);
@@ -250,9 +303,14 @@ export class AgentSessions {
   async list(): Promise<HandleSummary[]> {
     const out: HandleSummary[] = [];
     for (const handle of await this.store.listHandles()) {
-      out.push({ handle, lastTurn: await this.store.lastTurn(handle.id) });
+      out.push({ handle, lastTurn: await this.store.lastTurn(handle.id), paneAlive: await transportAlive(handle.provider, this.ctx.tmux) });
     }
     return out;
+  }
+
+  /** Cancels the turn in flight on a handle, from any process (sessions/cancel-turn.ts). */
+  async cancel(ref: string, req: Omit<RecoverRequest, 'handle' | 'dryRun' | 'retryLost'>): Promise<CancelOutcome> {
+    return cancelTurn(this.ctx, ref, req);
   }
 
   /** Settles every unfinished turn whose cal process is gone (sessions/recovery.ts). */
@@ -270,7 +328,7 @@ export class AgentSessions {
     try {
       // --replace removes only a readable handle of that name (never one whose id it equals).
       const holder = replace ? (await this.store.listHandles()).find((h) => h.name === handle.name) : undefined;
-      if (holder) await removeHandle(this.ctx, holder.id, false);
+      if (holder) await removeHandle(this.ctx, holder.id, false, 'replace');
       if (await this.store.isNameTaken(handle.name)) throw nameTaken(handle.name);
       await this.store.saveHandle(handle);
     } finally {
@@ -295,64 +353,30 @@ export class AgentSessions {
       const e = toCalError(err);
       // The lock's file name is cal's business: the message names the handle.
       const message = e.message.replace(handleLockName(initial.id), `handle ${initial.id}`);
-      await journal.set(e.kind === 'interrupted' ? 'interrupted' : 'failed', { error: { kind: e.kind, message } });
-      throw new CalError(e.kind, message, { ...e.details, handle: initial.id, turn: journal.turn.id });
+      // A busy refusal sent nothing and is no turn of the session: its record goes (the listing
+      // keeps showing the turn in flight, not a failure that never reached the CLI).
+      if (e.kind === 'busy') await this.store.deleteTurn(journal.turn);
+      else await journal.set(e.kind === 'interrupted' ? 'interrupted' : 'failed', { error: { kind: e.kind, message } });
+      throw new CalError(e.kind, message, { ...e.details, handle: initial.id, ...(e.kind === 'busy' ? {} : { turn: journal.turn.id }) });
     }
+    // From here the turn is this cal's: a `cal cancel` elsewhere reaches it through its record.
+    const watch = watchCancelRequests(this.ctx, initial.id, journal.turn.id, req.signal);
+    req = { ...req, signal: watch.signal };
     try {
       try {
         await settleEarlierTurns(this.ctx, initial.id, journal.turn, req);
       } catch (err) {
         const e = toCalError(err);
-        await journal.set('failed', { error: { kind: e.kind, message: e.message } });
-        throw new CalError(e.kind, e.message, { ...e.details, handle: initial.id, turn: journal.turn.id });
+        // An earlier turn still in flight is a busy refusal too: nothing of this one was sent.
+        if (e.kind === 'busy') await this.store.deleteTurn(journal.turn);
+        else await journal.set('failed', { error: { kind: e.kind, message: e.message } });
+        throw new CalError(e.kind, e.message, { ...e.details, handle: initial.id, ...(e.kind === 'busy' ? {} : { turn: journal.turn.id }) });
       }
       return await executeTurn(this.ctx, initial.id, journal, req, { kind: 'deliver' }, started);
     } finally {
+      watch.stop();
       await lock.release();
+      await this.reapAfterTurn();
     }
   }
-}
-
-/**
- * A continue that expects another transport than the handle's is refused before anything is
- * recorded or sent. Crossing over is not offered although a CLI's native session is the same
- * underneath: a pane, while it is open, holds the conversation in memory, so a structured turn
- * beside it would write turns the pane never sees, and its next paste would continue from the
- * stale history (a fork that looks like a continuation); an API session is cal's own history,
- * which no CLI has, and a CLI session has none of cal's.
- */
-function refuseOtherTransport(handle: AgentSessionHandle, expected: string | undefined): void {
-  if (expected === undefined) return;
-  const requested = Transport.safeParse(expected);
-  if (!requested.success) throw new CalError('usage', `unknown transport ${JSON.stringify(expected)}; known: ${Transport.options.join(', ')}`);
-  const actual = handle.provider.transport;
-  if (requested.data === actual) return;
-  const why =
-    actual === 'api'
-      ? `an API session is continued from cal's own stored history, and has no CLI to run`
-      : requested.data === 'api'
-        ? `a CLI session is continued by its CLI's own resume; cal keeps no history of it to send to an API`
-        : `a handle keeps the transport it was started with: while a pane is open it holds the conversation in memory, and a turn through the other transport beside it would fork the session (the native id is provider.nativeSessionId in cal inspect ${handle.id} --json, to move it by hand)`;
-  throw new CalError('non_applicable', `handle ${handle.id} runs on the ${actual} transport, not ${requested.data}: ${why}`, {
-    handle: handle.id,
-    field: 'transport',
-    // As for stale_handle: expected is what the handle holds, actual what the call asked for.
-    expected: actual,
-    actual: requested.data,
-  });
-}
-
-/** The session's tool policy, refused (usage) before anything is saved when its CLI has no equivalent. */
-function checkToolPolicy(requested: string | undefined, adapter: CliAdapter | null, provider: string): ToolPolicy {
-  const parsed = ToolPolicy.safeParse(requested ?? 'default');
-  if (!parsed.success) throw new CalError('usage', `unknown --tool-policy ${JSON.stringify(requested)}; known: ${toolPolicies.join(', ')}`);
-  const supported: readonly ToolPolicy[] = adapter?.toolPolicies ?? ['default'];
-  if (!supported.includes(parsed.data)) {
-    throw new CalError('usage', `${provider} has no equivalent of --tool-policy ${parsed.data}${adapter ? '' : ' (an API session runs no tools)'}; it takes: ${supported.join(', ')}`);
-  }
-  return parsed.data;
-}
-
-function nameTaken(name: string): CalError {
-  return new CalError('usage', `a handle named ${name} already exists; pick another --name, pass --replace, or cal remove ${name}`);
 }

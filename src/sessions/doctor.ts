@@ -47,6 +47,7 @@ const INSTALL: Partial<Record<ProviderName, string>> = {
   pi: 'npm install -g @mariozechner/pi-coding-agent',
   cursor: "Cursor's CLI installer (cursor-agent)",
   agy: "Google's Antigravity CLI installer (agy 1.1.8 or later)",
+  qwen: 'npm install -g @qwen-code/qwen-code',
 };
 
 async function probeProvider(provider: ProviderName, env: Record<string, string>): Promise<ProviderReport> {

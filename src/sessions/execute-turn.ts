@@ -46,8 +46,13 @@ export async function executeTurn(
     onSending: async () => {
       await journal.set('sending', { ownerPid: process.pid, ownerStartTime: processStartTime(process.pid) });
       await faultPoint('before-send', req.env);
+      // A structured or API turn hands the message over as it starts: no later moment says more.
+      if (handle.provider.transport !== 'tmux') req.onSent?.({ handle: handle.id, turn: journal.turn.id });
     },
-    onSent: () => journal.set(journal.turn.status, { sentAt: new Date().toISOString() }),
+    onSent: async () => {
+      await journal.set(journal.turn.status, { sentAt: new Date().toISOString() });
+      req.onSent?.({ handle: handle.id, turn: journal.turn.id });
+    },
     onPaneLaunched: () => faultPoint('after-launch', req.env),
     onRecorded: (turnKey) => journal.set('running', { turnKey }),
     onHandleChanged: async (provider, change) => {

@@ -33,6 +33,7 @@ export async function recover(ctx: SessionContext, req: RecoverRequest): Promise
   const lostLast: Array<{ handle: string; turn: TurnRecord }> = [];
   const items: RecoverItem[] = [];
   for (const handle of await ctx.store.listHandles()) {
+    if (req.handle !== undefined && handle.id !== req.handle) continue;
     const turns = await ctx.store.listTurns(handle.id);
     for (const turn of turns) {
       if (terminalStatuses.has(turn.status)) continue;

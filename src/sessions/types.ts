@@ -22,6 +22,7 @@ export interface StartRequest {
   env: Record<string, string>;
   onEvent?: (event: EventRecord) => void;
   onProgress?: (progress: TurnProgress) => void;
+  onSent?: ExecOptions['onSent'];
   /** Tags the turn record, so durable work can find its turn again after a crash. */
   correlationId?: string;
   /** Called once the handle is saved, before anything is sent. */
@@ -47,6 +48,7 @@ export interface ContinueRequest {
   env: Record<string, string>;
   onEvent?: (event: EventRecord) => void;
   onProgress?: (progress: TurnProgress) => void;
+  onSent?: ExecOptions['onSent'];
   correlationId?: string;
   signal?: AbortSignal;
 }
@@ -77,6 +79,8 @@ export interface HandleView {
 }
 
 export interface RecoverRequest {
+  /** Only this handle's turns (by id): `cal cancel` settling a turn whose cal died. */
+  handle?: string;
   dryRun?: boolean;
   retryLost?: boolean;
   env: Record<string, string>;
@@ -107,14 +111,30 @@ export interface RecoverItem {
   error?: string;
 }
 
+/**
+ * What `cancel` did: `cancelled` (the owner interrupted the turn), `already_ended` (it ended
+ * otherwise before the request took effect), `recovered` (its cal was gone: settled as recover
+ * settles it) or `idle` (nothing in flight: nothing done).
+ */
+export interface CancelOutcome {
+  handle: AgentSessionHandle;
+  action: 'cancelled' | 'already_ended' | 'recovered' | 'idle';
+  turn: TurnRecord | null;
+  recovered: RecoverItem[];
+}
+
 export interface HandleSummary {
   handle: AgentSessionHandle;
   lastTurn: TurnRecord | null;
+  /** Whether the session's current tmux pane is alive (false for one without a pane). */
+  paneAlive: boolean;
 }
 
 /** What a turn needs of the caller beyond its record: environment, time limit and listeners. */
 export interface ExecOptions {
   env: Record<string, string>;
+  /** Once the turn is recorded and its message has left cal (library onSent). */
+  onSent?: (sent: { handle: string; turn: string }) => void;
   timeoutSeconds?: number;
   onEvent?: (event: EventRecord) => void;
   onProgress?: (progress: TurnProgress) => void;

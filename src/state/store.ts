@@ -182,6 +182,11 @@ export class StateStore {
    * under homes/ and an API session's history. The handle file goes first, so a removal cut
    * short leaves no handle that points at half-deleted records.
    */
+  /** Marks a handle removed ahead of its deletion: from then on nothing of it is written. */
+  async markRemoved(id: string): Promise<void> {
+    await markRemoved(this.layout.handles, id);
+  }
+
   async deleteHandle(handle: AgentSessionHandle): Promise<void> {
     // The mark first: a cal still running a turn of this handle writes nothing after it.
     await markRemoved(this.layout.handles, handle.id);
@@ -242,6 +247,14 @@ export class StateStore {
     // cal goes on (the send itself waits for it). One fsync fewer on the way to every paste, and
     // one wait fewer behind other writes on a busy disk.
     await writeJsonAtomic(path.join(dir, `${turn.id}.json`), checked, { durable: !unsentStatuses.has(checked.status) });
+  }
+
+  /**
+   * Deletes a turn record that never became a turn: a refusal (busy) before anything was sent,
+   * which is not part of the session's history (issue 41).
+   */
+  async deleteTurn(turn: TurnRecord): Promise<void> {
+    await fs.rm(path.join(this.turnsDir(turn.handleId), `${turn.id}.json`), { force: true });
   }
 
   /** How many turn record files a handle has, readable or not. */

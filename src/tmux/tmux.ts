@@ -6,6 +6,10 @@ import { CalError } from '../errors.js';
 import { processExited } from '../util/process-identity.js';
 import { randomBytes } from '../util/random.js';
 import { timingMark } from '../util/timing.js';
+import type { PaneScreen } from './screen.js';
+import type { OwnPane, PaneInfo, PaneListing, PaneSpec, PaneState } from './pane-types.js';
+
+export type { OwnPane, PaneInfo, PaneListing, PaneSpec, PaneState } from './pane-types.js';
 
 /**
  * tmux control on a socket of cal's own (never the user's default server). Knows nothing about
@@ -13,29 +17,6 @@ import { timingMark } from '../util/timing.js';
  * node:child_process, not execa: this is the hot path of every continuation, and execa's import
  * alone costs more than the whole paste.
  */
-export interface PaneSpec {
-  session: string;
-  cwd: string;
-  argv: string[];
-  /** The complete environment of the pane's process (the server's own is kept empty). */
-  env: Record<string, string>;
-  width?: number;
-  height?: number;
-}
-
-export interface PaneInfo {
-  session: string;
-  paneId: string;
-  pid: number;
-}
-
-/** A pane as cal recorded it: its id, its tmux session and, where known, its process. */
-export interface OwnPane {
-  paneId: string;
-  session: string;
-  pid?: number;
-}
-
 /** What a format condition may quote as is: tmux's format syntax has no escape for `,` `}` `#`, and `%` is strftime's. */
 const FORMAT_SAFE = /^[A-Za-z0-9_.-]+$/;
 
@@ -70,15 +51,6 @@ function pasteBufferName(): string {
 /** What each branch of pasteIfOwn prints, so cal knows which one tmux took. */
 const PASTED = 'cal-pasted';
 const NOT_PASTED = 'cal-not-pasted';
-
-export interface PaneState {
-  exists: boolean;
-  dead: boolean;
-  deadStatus: number | null;
-  /** The tmux session the pane belongs to, and its process (pane ids are reused by a new server). */
-  session?: string;
-  pid?: number;
-}
 
 interface TmuxResult {
   stdout: string;
@@ -352,12 +324,38 @@ export class TmuxServer {
     return res.exitCode === 0 ? res.stdout : '';
   }
 
+  /**
+   * The visible screen with its styles, and the cursor, in one tmux client: for an adapter to
+   * read its CLI's input box (a control decision, never an answer). Null when the pane is gone.
+   */
+  async screen(paneId: string): Promise<PaneScreen | null> {
+    const res = await this.tmux([
+      ['display-message', '-p', '-t', paneId, '#{cursor_x} #{cursor_y} #{cursor_flag}'],
+      ['capture-pane', '-p', '-e', '-t', paneId],
+    ]);
+    if (res.exitCode !== 0) return null;
+    const [head = '', ...lines] = res.stdout.replace(/\n$/, '').split('\n');
+    const [x, y, flag] = head.split(' ').map(Number);
+    return { lines, cursor: { x: x ?? 0, y: y ?? 0, visible: flag === 1 } };
+  }
+
   async killSession(session: string): Promise<boolean> {
     // No server, no session: a connect says so without starting a tmux client (after a lost
     // pane, the server has often gone with it).
     if (!(await this.serverRunning())) return false;
     const res = await this.tmux([['kill-session', '-t', `=${session}`]]);
     return res.exitCode === 0;
+  }
+
+  /** Every pane on the server (none when no server runs), in one client call. */
+  async listPanes(): Promise<PaneListing[]> {
+    if (!(await this.serverRunning())) return [];
+    const res = await this.tmux([['list-panes', '-a', '-F', '#{session_name}\t#{pane_id}\t#{pane_pid}\t#{pane_dead}\t#{session_attached}\t#{session_last_attached}']]);
+    if (res.exitCode !== 0) return [];
+    return res.stdout.split('\n').filter(Boolean).map((line) => {
+      const [session = '', paneId = '', pid, dead, clients, last] = line.split('\t');
+      return { session, paneId, pid: Number(pid), dead: dead === '1', clients: Number(clients) || 0, lastAttached: last && /^\d+$/.test(last) && last !== '0' ? Number(last) : null };
+    });
   }
 
   async killServer(): Promise<void> {

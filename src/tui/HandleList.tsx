@@ -1,6 +1,6 @@
 import { Box, Text } from 'ink';
 import type { HandleSummary } from '../sessions/agent-sessions.js';
-import { age, pad } from './format.js';
+import { age, lastActivity, pad, paneText, shownStatus } from './format.js';
 import { statusTone, Toned } from './theme.js';
 
 export interface HandleListProps {
@@ -12,17 +12,29 @@ export interface HandleListProps {
   maxRows?: number | undefined;
 }
 
-/** Widths that fit an 80-column terminal with the selection marker (2 + 76). */
+/** Widths that fit an 80-column terminal with the selection marker (2 + 78). */
 const columns = [
   ['ID', 10],
-  ['NAME', 14],
+  ['NAME', 9],
   ['PROVIDER', 11],
-  ['CLI', 9],
-  ['STATUS', 8],
+  ['VIA', 10],
+  ['STATUS', 6],
   ['LAST TURN', 14],
-  ['AGE', 4],
+  ['CWD', 12],
 ] as const;
-const [idW, nameW, providerW, cliW, statusW, turnW, ageW] = columns.map(([, width]) => width) as [number, number, number, number, number, number, number];
+const [idW, nameW, providerW, viaW, statusW, turnW, cwdW] = columns.map(([, width]) => width) as [number, number, number, number, number, number, number];
+
+/** The end of a path, which tells working directories apart (`…/api`). */
+function pathTail(p: string, width: number): string {
+  const chars = Array.from(p);
+  return chars.length <= width ? p : `…${chars.slice(chars.length - width + 1).join('')}`;
+}
+
+/** VIA: the transport, and for a pane whether it is alive. */
+function via(s: HandleSummary): string {
+  const pane = paneText(s);
+  return pane === '-' ? s.handle.provider.transport : `tmux ${pane}`;
+}
 
 /** Every handle in the state directory, one per row; the selected row is highlighted. */
 export function HandleList({ summaries, selected, now, stateDir, maxRows = 20 }: HandleListProps) {
@@ -41,16 +53,19 @@ export function HandleList({ summaries, selected, now, stateDir, maxRows = 20 }:
       ) : (
         <Box flexDirection="column" marginTop={1}>
           <Toned tone="dim">{'  ' + header}</Toned>
-          {visible.map(({ handle, lastTurn }, i) => {
+          {visible.map((s, i) => {
+            const { handle, lastTurn } = s;
             const index = first + i;
             const isSelected = index === selected;
-            const turn = lastTurn ? `${lastTurn.status} ${age(lastTurn.updatedAt, now)}` : '-';
+            // The last turn's status and how long ago it last changed (UPDATED of the plain listing).
+            const turn = lastTurn ? `${lastTurn.status} ${age(lastActivity(s), now)}` : '-';
+            const status = shownStatus(s);
             return (
               <Text key={handle.id} inverse={isSelected} wrap="truncate-end">
                 {isSelected ? '› ' : '  '}
-                {pad(handle.id, idW)} {pad(handle.name ?? '-', nameW)} {pad(handle.provider.provider, providerW)} {pad(handle.provider.cli?.version ?? '-', cliW)}{' '}
-                <Toned tone={isSelected ? undefined : statusTone(handle.provider.status)}>{pad(handle.provider.status, statusW)}</Toned>{' '}
-                <Toned tone={isSelected ? undefined : statusTone(lastTurn?.status)}>{pad(turn, turnW)}</Toned> {pad(age(handle.createdAt, now), ageW)}
+                {pad(handle.id, idW)} {pad(handle.name ?? '-', nameW)} {pad(handle.provider.provider, providerW)} {pad(via(s), viaW)}{' '}
+                <Toned tone={isSelected ? undefined : statusTone(status)}>{pad(status, statusW)}</Toned>{' '}
+                <Toned tone={isSelected ? undefined : statusTone(lastTurn?.status)}>{pad(turn, turnW)}</Toned> {pad(pathTail(handle.config.workingDir.realPath, cwdW), cwdW)}
               </Text>
             );
           })}

@@ -1,4 +1,4 @@
-import type { PaneView } from '../sessions/agent-sessions.js';
+import type { HandleSummary, PaneView } from '../sessions/agent-sessions.js';
 import type { CertificationInfo } from './source.js';
 import type { EventRecord } from '../state/store.js';
 import type { ToolActivity, TurnRecord } from '../state/turns.js';
@@ -103,4 +103,69 @@ export function certificationText(results: CertificationInfo[] | null | undefine
       return `${r.mode}: incomplete (${r.pass} pass, ${r.missing.length} not run, ${when})`;
     })
     .join(' · ');
+}
+
+/**
+ * The handle listing as people read it, for `cal inspect` and the TUI alike (pure: no Ink). Its
+ * columns agree with each other (issue 41): STATUS is never `idle` while the last turn is in
+ * flight, UPDATED is the last turn's last activity, and rows come newest activity first.
+ */
+
+const ended = new Set<TurnRecord['status']>(['completed', 'failed', 'interrupted', 'lost']);
+
+/** A turn not settled yet (queued, waiting for the lock, sending, running). */
+export function inFlight(turn: TurnRecord | null): boolean {
+  return turn !== null && !ended.has(turn.status);
+}
+
+/** STATUS: `active` while the last turn is in flight, whatever the handle last recorded. */
+export function shownStatus(s: HandleSummary): string {
+  return inFlight(s.lastTurn) ? 'active' : s.handle.provider.status;
+}
+
+/** UPDATED: when the last turn last changed, or the handle when it has none. */
+export function lastActivity(s: HandleSummary): string {
+  return s.lastTurn?.updatedAt ?? s.handle.updatedAt;
+}
+
+/** PANE: `alive`, `gone`, or `-` for a session with no pane (structured, API). */
+export function paneText(s: HandleSummary): string {
+  if (s.handle.provider.transport !== 'tmux') return '-';
+  return s.paneAlive ? 'alive' : 'gone';
+}
+
+export interface ListingFilter {
+  /** The real path of a working directory: only the handles started there. */
+  cwd?: string | undefined;
+  provider?: string | undefined;
+  /** Only the handles with a live pane or a turn in flight. */
+  live?: boolean | undefined;
+}
+
+/** The handles the filter keeps, newest activity first (ties by id, so the order is stable). */
+export function listing(summaries: readonly HandleSummary[], filter: ListingFilter = {}): HandleSummary[] {
+  return summaries
+    .filter((s) => filter.cwd === undefined || s.handle.config.workingDir.realPath === filter.cwd)
+    .filter((s) => filter.provider === undefined || s.handle.provider.provider === filter.provider)
+    .filter((s) => !filter.live || s.paneAlive || inFlight(s.lastTurn))
+    .sort((a, b) => lastActivity(b).localeCompare(lastActivity(a)) || a.handle.id.localeCompare(b.handle.id));
+}
+
+/** The plain listing's rows, the header first. */
+export function listingRows(summaries: readonly HandleSummary[]): string[][] {
+  return [
+    ['HANDLE', 'NAME', 'PROVIDER', 'CLI', 'TRANSPORT', 'PANE', 'STATUS', 'LAST TURN', 'UPDATED', 'CWD'],
+    ...summaries.map((s) => [
+      s.handle.id,
+      s.handle.name ?? '-',
+      s.handle.provider.provider,
+      s.handle.provider.cli?.version ?? '-',
+      s.handle.provider.transport,
+      paneText(s),
+      shownStatus(s),
+      s.lastTurn?.status ?? '-',
+      lastActivity(s),
+      s.handle.config.workingDir.realPath,
+    ]),
+  ];
 }

@@ -2,7 +2,7 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { z } from '../util/zod.js';
 import { CalError } from '../errors.js';
-import { providerNames, transports } from '../handles/schema.js';
+import { HandleName, providerNames, transports } from '../handles/schema.js';
 import { readUserFileSync } from '../util/user-file.js';
 
 /**
@@ -38,6 +38,8 @@ export type Phase = z.infer<typeof Phase>;
 const NewSession = z
   .object({
     provider: z.enum(providerNames),
+    /** The new session's name (`cal start --name`), so `cal continue <name>` finds it after the run. */
+    name: HandleName.optional(),
     cwd: z.string().optional(),
     model: z.string().optional(),
     transport: z.enum(transports).optional(),

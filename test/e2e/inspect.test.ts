@@ -137,8 +137,8 @@ describe('cal inspect in a real terminal, and cal continue without Ink', () => {
     expect(json.events.map((e: { event: string }) => e.event)).toEqual(['running', 'completed', 'pane_killed', 'lost_tmux', 'resuming', 'running', 'completed']);
 
     const list = await cal(['inspect']);
-    expect(list.stdout.split('\n')[0]).toMatch(/^HANDLE +NAME +PROVIDER +CLI +STATUS +LAST TURN +UPDATED$/);
-    expect(list.stdout).toMatch(new RegExp(`^${handle} +viewed +claude-code +2\\.1\\.328 +\\w+ +completed +\\S+$`, 'm'));
+    expect(list.stdout.split('\n')[0]).toMatch(/^HANDLE +NAME +PROVIDER +CLI +TRANSPORT +PANE +STATUS +LAST TURN +UPDATED +CWD$/);
+    expect(list.stdout).toMatch(new RegExp(`^${handle} +viewed +claude-code +2\\.1\\.328 +tmux +alive +idle +completed +\\S+ +\\S+$`, 'm'));
 
     // None of these loaded Ink or React (recorded with the same loader hook as below).
     const log = path.join(root, 'plain-inspect-loads.log');
@@ -202,7 +202,7 @@ describe('cal inspect in a real terminal, and cal continue without Ink', () => {
     await viewer(['send-keys', '-t', 'viewer', 'Escape']);
     await waitForScreen('viewer', (s) => s.includes('cal inspect · 1 handle') && s.includes('enter open'), 'the handle list');
     const listed = await capture('viewer');
-    expect(listed).toMatch(new RegExp(`› ${handle}\\s+viewed\\s+claude-code\\s+2\\.1\\.328\\s+\\w+\\s+completed \\d+[sm]\\s+\\d+[sm]`));
+    expect(listed).toMatch(new RegExp(`› ${handle}\\s+viewed\\s+claude-code\\s+tmux alive\\s+idle\\s+completed \\d+[sm]\\s+\\S+`));
     await viewer(['send-keys', '-t', 'viewer', 'q']);
     expect(await exitOf(log)).toBe('0');
   });

@@ -61,7 +61,8 @@ describe("the README's try-it steps on every pinned CLI", () => {
         GEMINI_API_KEY: 'junk-gemini',
         OPENAI_API_KEY: 'junk-openai',
         ANTHROPIC_API_KEY: 'junk-anthropic',
-        PATH: `${bin}:/usr/local/bin:/usr/bin:/bin`,
+        // The node cal runs on stands for the user's: Pi 1.x needs Node >= 22.19 first on PATH.
+        PATH: `${bin}:${path.dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`,
       });
       try {
         const res = await execa('/bin/sh', [path.join(dir, 'try.sh')], { cwd: work, env, extendEnv: false, reject: false, timeout: 240_000 });

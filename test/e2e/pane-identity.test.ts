@@ -70,9 +70,12 @@ describe('one message, the right session', () => {
     const h = handles.get('claude-code') as string;
     const slow = await cal('claude-code', ['continue', h, '--timeout', '2', '--json', 'Tell me slowly [[cal:delay=12000]][[cal:reply=slow answer]]']);
     expect(slow.code, slow.stderr).toBe(14);
+    const turnsBefore = (await cal('claude-code', ['inspect', h, '--json'])).json.turns.length as number;
     const busy = await cal('claude-code', ['continue', h, '--json', 'What was the codeword?']);
     expect(busy.code, busy.stderr).toBe(5);
     expect(busy.json.error.kind).toBe('busy');
+    // The busy refusal is no turn (issue 41): the turn list is as it was.
+    expect((await cal('claude-code', ['inspect', h, '--json'])).json.turns).toHaveLength(turnsBefore);
     const waited = await cal('claude-code', ['continue', h, '--wait=60', '--timeout', '60', 'What was the codeword?']);
     expect(waited.code, waited.stderr).toBe(0);
     expect(waited.stdout.trim()).toBe('The codeword was ALPHA.');
@@ -80,6 +83,8 @@ describe('one message, the right session', () => {
     const slowTurn = turns.find((t) => t.message.startsWith('Tell me slowly'));
     // The timed-out turn was settled from the transcript with the CLI's own answer, not abandoned.
     expect(slowTurn).toMatchObject({ status: 'completed', answer: 'slow answer' });
-    expect(turns.find((t) => t.id === busy.json.error.turn)?.status).toBe('failed');
+    // Nor did it leave one behind: only the waited continue was added after it.
+    expect(busy.json.error.turn === undefined || !turns.some((t) => t.id === busy.json.error.turn)).toBe(true);
+    expect(turns).toHaveLength(turnsBefore + 1);
   });
 });

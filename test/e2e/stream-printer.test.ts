@@ -83,10 +83,13 @@ describe('--stream printer', () => {
     ]);
   });
 
-  it('plain: the text on stdout as it comes (each piece ends its line), one line per tool event on stderr, the answer not printed twice', () => {
+  it('plain: the text on stdout as it comes (whole lines; the rest when its block or the turn ends), one line per tool event on stderr, the answer not printed twice', () => {
     const sinks = capture();
     const stream = new TurnStream(false, sinks);
     const observer = play(stream, ours.map((r) => [r]));
+    // A new block (after the tool) printed the first one's line; the turn's end prints the last.
+    expect(sinks.out.join('')).toBe("I'll run it\n");
+    stream.flush();
     expect(sinks.out.join('')).toBe("I'll run it\nTool finished: hi\n");
     expect(sinks.err).toEqual(['tool: shell sleep 2; echo hi (running)\n', 'tool: shell sleep 2; echo hi → completed: hi\n']);
     const answer = observer.observation.phase === 'ended' ? observer.observation.answer : null;
@@ -102,6 +105,17 @@ describe('--stream printer', () => {
       stream.update({ observation: { phase: 'running' }, tools: [], partialAnswer });
     }
     expect(sinks.out.map((l) => JSON.parse(l).text)).toEqual(['Hel', 'lo', ', world']);
+  });
+
+  it('plain: token deltas that split words are printed as whole lines, the last one when the turn ends', () => {
+    const sinks = capture();
+    const stream = new TurnStream(false, sinks);
+    for (const partialAnswer of ['Hel', 'Hello wor', 'Hello world\nSecond', 'Hello world\nSecond line']) {
+      stream.update({ observation: { phase: 'running' }, tools: [], partialAnswer });
+    }
+    expect(sinks.out).toEqual(['Hello world\n']);
+    stream.flush();
+    expect(sinks.out).toEqual(['Hello world\n', 'Second line\n']);
   });
 
   it('nothing is printed while the observer is still waiting for our message', () => {

@@ -172,7 +172,8 @@ describe('a fleet of three workers on a real Redis', () => {
     try {
       await events.waitUntilReady();
       const job = await queue.add('x', { operation: { op: 'shell', command: 'touch /tmp/pwned' }, notAfter: null });
-      const result = await job.waitUntilFinished(events, 10_000);
+      // Bounded, but generous: on a loaded 2-core machine the worker took over 10 s to get to it.
+      const result = await job.waitUntilFinished(events, 40_000);
       expect(result).toMatchObject({ ok: false, error: { kind: 'usage' } });
       expect(result.error.message).toMatch(/not one of cal's operations/);
     } finally {
@@ -182,7 +183,7 @@ describe('a fleet of three workers on a real Redis', () => {
     const cliPath = await start('Hello', '--cli-path', fakeCli.cursor);
     expect(cliPath.code).toBe(2);
     expect(cliPath.json.error.message).toMatch(/cliPath names an executable on the worker's machine/);
-  }, 30_000);
+  }, 90_000);
 
   it('no key and no environment value passes through Redis; a worker\'s state directory stays 0700', async () => {
     const { execFileSync } = await import('node:child_process');

@@ -4,6 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { claudeCodeAdapter } from '../../src/adapters/claude-code/index.js';
 import { geminiAdapter } from '../../src/adapters/gemini/index.js';
+import { qwenAdapter } from '../../src/adapters/qwen/index.js';
 import { tmuxSocketFor } from '../../src/engine/tmux-socket.js';
 import { startModelServer, type ModelServer } from '../../src/model/server.js';
 import { baseEnv, killStateTmux, runCal, scratchDir, type CalRun } from './cal.js';
@@ -13,7 +14,7 @@ import { writePiAgentDir } from './model-homes.js';
 import { removeScratch } from './scratch.js';
 
 /** The CLIs a suite can drive. */
-export type SuiteProvider = 'claude-code' | 'codex' | 'pi' | 'gemini';
+export type SuiteProvider = 'claude-code' | 'codex' | 'pi' | 'gemini' | 'qwen';
 
 /** The pinned binary (test/support/clis.ts) of each provider. */
 export const pinnedName: Record<SuiteProvider, PinnedCliName> = pinnedCliOf;
@@ -31,7 +32,7 @@ interface ProviderHome {
 
 /**
  * How each CLI is pointed at the scripted model in a throwaway home under `root`. Claude Code and
- * Gemini get the home cal itself builds for its scripted model (the adapter's scriptedModelEnv,
+ * Gemini (and Qwen Code) get the home cal itself builds for its scripted model (the adapter's scriptedModelEnv,
  * as demo and certify use it: onboarding and dialogs pre-answered there). Codex and Pi get a
  * config that stands for the user's own (a custom provider at the scripted model, nothing
  * pre-answered), because their tests prove that cal uses such a config as it is.
@@ -54,6 +55,10 @@ const homes: Record<SuiteProvider, (root: string, modelUrl: string, base: Record
   async gemini(root, modelUrl, base) {
     const env = await geminiAdapter.scriptedModelEnv(root, modelUrl, base);
     return { env, configDir: path.join(env.GEMINI_CLI_HOME!, '.gemini') };
+  },
+  async qwen(root, modelUrl, base) {
+    const env = await qwenAdapter.scriptedModelEnv(root, modelUrl, base);
+    return { env, configDir: path.join(env.HOME!, '.qwen') };
   },
 };
 

@@ -11,12 +11,13 @@ export const pinnedCli = {
   codex: { bin: 'codex', version: '0.169.0' },
   gemini: { bin: 'gemini', version: '0.61.0' },
   pi: { bin: 'pi', version: '1.6.0' },
+  qwen: { bin: 'qwen', version: '0.24.4' },
 } as const;
 
 export type PinnedCliName = keyof typeof pinnedCli;
 
 /** Each provider's pinned CLI, by its name in pinnedCli. */
-export const pinnedCliOf = { 'claude-code': 'claude', codex: 'codex', pi: 'pi', gemini: 'gemini' } as const satisfies Record<string, PinnedCliName>;
+export const pinnedCliOf = { 'claude-code': 'claude', codex: 'codex', pi: 'pi', gemini: 'gemini', qwen: 'qwen' } as const satisfies Record<string, PinnedCliName>;
 
 /** Path of a pinned CLI binary installed by `npm ci`; throws if it is missing so tests fail loudly. */
 export function cliBin(name: PinnedCliName): string {

@@ -1,12 +1,13 @@
 import { appendFileSync, chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { CliAdapter, LaunchRequest, SessionConfig, StallKeys, StartedStructuredTurn, StructuredRunRequest, StructuredStartRequest, StructuredTurnResult } from '../../src/adapters/types.js';
+import type { CliAdapter, DraftControl, LaunchRequest, PromptMatch, SessionConfig, StallKeys, StartedStructuredTurn, StructuredRunRequest, StructuredStartRequest, StructuredTurnResult } from '../../src/adapters/types.js';
 import { TranscriptTurnObserver } from '../../src/adapters/turn-observer.js';
 import type { TmuxControl, TmuxFactory } from '../../src/engine/tmux-control.js';
 import type { EngineHooks, PaneChange, ProviderEvent, TurnRequest } from '../../src/engine/types.js';
 import type { ProviderHandle } from '../../src/handles/schema.js';
-import type { OwnPane, PaneInfo, PaneSpec, PaneState } from '../../src/tmux/tmux.js';
+import type { OwnPane, PaneInfo, PaneListing, PaneSpec, PaneState } from '../../src/tmux/tmux.js';
+import type { PaneScreen } from '../../src/tmux/screen.js';
 import { AgentSessions } from '../../src/sessions/agent-sessions.js';
 import { StateStore } from '../../src/state/store.js';
 import { scratchDir, scratchDirSync } from './scratch.js';
@@ -17,7 +18,7 @@ import { scratchDir, scratchDirSync } from './scratch.js';
  * pane is launched or pasted into, as the scripted test tells it to.
  *
  * Transcript records: {t:'user', text, key}, {t:'answer', text}, {t:'end'}, {t:'error', text},
- * {t:'interrupt'}, and anything else is a record of no known shape.
+ * {t:'interrupt'}, and anything else is a record of no known shape; any may carry `timestamp`.
  */
 export type FakeRecord = Record<string, unknown>;
 
@@ -29,6 +30,11 @@ export interface FakePane {
   dead: boolean;
   pasted: string[];
   keys: string[][];
+  /** Terminals attached to the pane's session now, and when one last was (epoch seconds). */
+  clients?: number;
+  lastAttached?: number | null;
+  /** What stands in the fake CLI's input box (a person's draft, a paste not yet submitted). */
+  box?: string;
 }
 
 /** What the fake CLI does: the records it writes for a message (after a launch or a paste). */
@@ -86,11 +92,22 @@ export class FakeTmux implements TmuxControl {
     return { exists: true, dead: pane.dead, deadStatus: pane.dead ? 1 : null, session: pane.session, pid: pane.pid };
   }
 
+  /** How many characters one Ctrl-U deletes from the end of the box (Claude Code: one wrapped row). */
+  ctrlUDeletes = Infinity;
+
   async paste(paneId: string, text: string, submit = true): Promise<void> {
     const pane = this.find(paneId);
     if (!pane || pane.dead) throw new Error(`no live pane ${paneId}`);
     pane.pasted.push(text);
-    if (submit) this.cli.receive(text, pane, this.cli.sessionOf(pane));
+    pane.box = (pane.box ?? '') + text;
+    if (submit) this.submit(pane);
+  }
+
+  /** Enter: the box goes to the CLI as one message, whatever stood there before the paste. */
+  private submit(pane: FakePane): void {
+    const message = pane.box ?? '';
+    pane.box = '';
+    if (message) this.cli.receive(message, pane, this.cli.sessionOf(pane));
   }
 
   /** As the real one: pasted only into the pane `own` names (same session and process), alive. */
@@ -104,12 +121,23 @@ export class FakeTmux implements TmuxControl {
   async sendKeys(paneId: string, keys: string[]): Promise<void> {
     const pane = this.find(paneId);
     pane?.keys.push(keys);
+    for (const key of pane ? keys : []) {
+      if (key === 'C-u') pane!.box = (pane!.box ?? '').slice(0, Math.max(0, (pane!.box ?? '').length - this.ctrlUDeletes));
+      if (key === 'Enter' && pane!.box) this.submit(pane!);
+    }
     if (pane && keys.includes('Escape')) this.cli.interrupt(pane);
     else if (pane) this.cli.pressed(pane, keys);
   }
 
   async capture(): Promise<string> {
     return 'fake screen';
+  }
+
+  /** The fake CLI's screen: its input box, one row opening with `> `. */
+  async screen(paneId: string): Promise<PaneScreen | null> {
+    const pane = this.find(paneId);
+    if (!pane || pane.dead) return null;
+    return { lines: ['fake screen', `> ${pane.box ?? ''}`], cursor: { x: 2 + (pane.box ?? '').length, y: 1, visible: true } };
   }
 
   async killSession(session: string): Promise<boolean> {
@@ -123,6 +151,10 @@ export class FakeTmux implements TmuxControl {
     }
     this.panes = this.panes.filter((p) => p.session !== session);
     return killed;
+  }
+
+  async listPanes(): Promise<PaneListing[]> {
+    return this.panes.map((p) => ({ session: p.session, paneId: p.id, pid: p.pid, dead: p.dead, clients: p.clients ?? 0, lastAttached: p.lastAttached ?? null }));
   }
 
   async killServer(): Promise<void> {
@@ -210,7 +242,7 @@ class FakeObserver extends TranscriptTurnObserver<FakeRecord & { t: string }> {
   }
 
   protected whileWaiting(rec: FakeRecord & { t: string }): void {
-    if (rec.t === 'user' && this.isOurs(String(rec.text))) this.begin(String(rec.key ?? ''));
+    if (rec.t === 'user' && this.isOurPrompt(String(rec.text))) this.begin(String(rec.key ?? ''));
   }
 
   protected whileRunning(rec: FakeRecord & { t: string }): void {
@@ -223,6 +255,15 @@ class FakeObserver extends TranscriptTurnObserver<FakeRecord & { t: string }> {
   }
 }
 
+/** The fake CLI's input box: the row opening with `> `. */
+export const fakeDraft: DraftControl = {
+  read: (screen) => {
+    const row = screen.lines.findLast((l) => l.startsWith('> '));
+    return row === undefined ? null : row.slice(2).trim();
+  },
+  keys: ['End', 'C-u'],
+};
+
 export interface FakeAdapterOptions {
   structured?: (req: StructuredRunRequest) => Promise<StructuredTurnResult>;
   /** The structured transport's early start (StructuredTransport.start), when the fake has one. */
@@ -230,6 +271,10 @@ export interface FakeAdapterOptions {
   refuse?: (text: string) => string | null;
   promptRecordedWithinMs?: number;
   stallKeys?: StallKeys;
+  /** How the fake reads and clears its input box (default: `> ` row, End C-u); null: no way. */
+  draft?: DraftControl | null;
+  afterInterruptKeys?: string[];
+  afterFailKeys?: string[];
 }
 
 export function fakeAdapter(cli: FakeCli, opts: FakeAdapterOptions = {}): CliAdapter & { launches: LaunchRequest[]; prepared: number } {
@@ -263,8 +308,8 @@ export function fakeAdapter(cli: FakeCli, opts: FakeAdapterOptions = {}): CliAda
       const file = cli.transcript(req.sessionId);
       return existsSync(file) ? { path: file, sessionId: req.sessionId } : null;
     },
-    observeTurn(message: string, notBefore?: Date) {
-      return new FakeObserver(message, notBefore);
+    observeTurn(message: string, notBefore?: Date, match?: PromptMatch) {
+      return new FakeObserver(message, notBefore, match);
     },
     pasteText(message: string) {
       return message.startsWith('!') ? ` ${message}` : message;
@@ -275,6 +320,9 @@ export function fakeAdapter(cli: FakeCli, opts: FakeAdapterOptions = {}): CliAda
     ...(opts.structured ? { structured: { run: opts.structured, ...(opts.structuredStart ? { start: opts.structuredStart } : {}) } } : {}),
     ...(opts.promptRecordedWithinMs ? { promptRecordedWithinMs: opts.promptRecordedWithinMs } : {}),
     ...(opts.stallKeys ? { stallKeys: opts.stallKeys } : {}),
+    ...(opts.draft === null ? {} : { draft: opts.draft ?? fakeDraft }),
+    ...(opts.afterInterruptKeys ? { afterInterruptKeys: opts.afterInterruptKeys } : {}),
+    ...(opts.afterFailKeys ? { afterFailKeys: opts.afterFailKeys } : {}),
     async scriptedModelEnv() {
       return {};
     },

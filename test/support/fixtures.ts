@@ -14,6 +14,7 @@ export const recordedVersion = {
   codex: '0.169.0',
   gemini: '0.61.0',
   pi: '0.73.1',
+  qwen: '0.24.4',
 } as const;
 
 export type RecordedCli = keyof typeof recordedVersion;

@@ -7,22 +7,28 @@ import { NOW, ago, summary, turn } from './fixtures.js';
 afterEach(() => cleanup());
 
 describe('HandleList view', () => {
-  it('shows each handle with name, provider, CLI version, status, last turn and age', () => {
+  it('shows each handle with name, provider, transport and pane, a status that agrees with its last turn, the last activity and the working directory (issue 41)', () => {
     const summaries = [
       summary('aaaaaa1111', { name: 'refactor', createdAt: ago(7200) }, turn(3, { status: 'completed', updatedAt: ago(90) })),
       summary('bbbbbb2222', { createdAt: ago(45) }, turn(1, { status: 'running', updatedAt: ago(5) })),
       summary('cccccc3333', { createdAt: ago(3 * 86400) }, null),
     ];
+    summaries[0]!.paneAlive = true;
     summaries[2]!.handle.provider.status = 'lost';
+    summaries[2]!.handle.provider.transport = 'structured';
     const { lastFrame } = render(<HandleList summaries={summaries} selected={1} now={NOW} stateDir="/tmp/state" />);
     const frame = lastFrame() ?? '';
     expect(frame).toContain('cal inspect · 3 handles in /tmp/state');
-    expect(frame).toMatch(/ID\s+NAME\s+PROVIDER\s+CLI\s+STATUS\s+LAST TURN\s+AGE/);
+    expect(frame).toMatch(/ID\s+NAME\s+PROVIDER\s+VIA\s+STATUS\s+LAST TURN\s+CWD/);
     const rows = frame.split('\n');
     const row = (id: string) => rows.find((l) => l.includes(id)) ?? '';
-    expect(row('aaaaaa1111')).toMatch(/^ {2}aaaaaa1111\s+refactor\s+claude-code\s+2\.1\.328\s+idle\s+completed 1m\s+2h/);
-    expect(row('bbbbbb2222')).toMatch(/^› bbbbbb2222\s+-\s+claude-code\s+2\.1\.328\s+idle\s+running 5s\s+45s/);
-    expect(row('cccccc3333')).toMatch(/cccccc3333\s+-\s+claude-code\s+2\.1\.328\s+lost\s+-\s+3d/);
+    const cwd = summaries[0]!.handle.config.workingDir.realPath;
+    const tail = cwd.length <= 12 ? cwd : `…${cwd.slice(-11)}`;
+    expect(row('aaaaaa1111')).toMatch(/^ {2}aaaaaa1111\s+refactor\s+claude-code\s+tmux alive\s+idle\s+completed 1m\s+/);
+    expect(row('aaaaaa1111')).toContain(tail);
+    // The handle recorded `idle`, but its last turn runs: STATUS says so (never idle beside running).
+    expect(row('bbbbbb2222')).toMatch(/^› bbbbbb2222\s+-\s+claude-code\s+tmux gone\s+active\s+running 5s\s+/);
+    expect(row('cccccc3333')).toMatch(/cccccc3333\s+-\s+claude-code\s+structured\s+lost\s+-\s+/);
   });
 
   it('fits 80 columns: no row and no header wraps, however long the state directory (issue 20, item 10)', () => {

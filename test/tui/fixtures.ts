@@ -111,7 +111,7 @@ export function view(patch: Partial<HandleView> = {}): HandleView {
 }
 
 export function summary(id: string, patch: Partial<AgentSessionHandle> = {}, last: TurnRecord | null = turn(1)): HandleSummary {
-  return { handle: handle(id, patch), lastTurn: last };
+  return { handle: handle(id, patch), lastTurn: last, paneAlive: false };
 }
 
 /** A scripted source: tests change its fields and the app sees the change on its next poll. */

@@ -305,6 +305,24 @@ describe('§5 turn endings (fake tmux, fake CLI)', () => {
     expect(none.tmux.panes[0]?.keys).toEqual([]);
   });
 
+  it('a TUI that puts an interrupted or failed prompt back in its input gets it emptied by the adapter’s keys (Qwen Code), and no other adapter gets any', async () => {
+    const interrupted = fakeWorld({ afterInterruptKeys: ['C-c'], afterFailKeys: ['Escape'] });
+    interrupted.cli.behaviour = (m) => [{ t: 'user', text: m, key: 'k' }, { t: 'interrupt' }];
+    expect((await runProviderTurn(interrupted.request(providerHandle(), 'cut short'))).outcome.status).toBe('interrupted');
+    expect(interrupted.tmux.panes[0]?.keys).toEqual([['C-c']]);
+
+    const failed = fakeWorld({ afterInterruptKeys: ['C-c'], afterFailKeys: ['Escape'] });
+    failed.cli.behaviour = (m) => [{ t: 'user', text: m, key: 'k' }, { t: 'error', text: '500 Mock internal server error' }];
+    expect((await runProviderTurn(failed.request(providerHandle(), 'fails'))).outcome.status).toBe('failed');
+    // Escape stops the CLI's own retries; Ctrl+C then empties the prompt it put back.
+    expect(failed.tmux.panes[0]?.keys).toEqual([['Escape'], ['C-c']]);
+
+    const plain = fakeWorld();
+    plain.cli.behaviour = (m) => [{ t: 'user', text: m, key: 'k' }, { t: 'error', text: 'boom' }];
+    expect((await runProviderTurn(plain.request(providerHandle(), 'fails too'))).outcome.status).toBe('failed');
+    expect(plain.tmux.panes[0]?.keys).toEqual([]);
+  });
+
   it('timeout: a turn with no end leaves the stored offset where it began', async () => {
     const w = fakeWorld();
     w.cli.behaviour = (m) => [{ t: 'user', text: m, key: 'k' }];

@@ -20,7 +20,7 @@ describe('cal model env', () => {
     const base = { HOME: '/home/u', PATH: '/usr/bin:/bin', GEMINI_API_KEY: 'junk', OPENAI_API_KEY: 'junk', ANTHROPIC_API_KEY: 'junk', GOOGLE_API_KEY: 'junk' };
     const env = await scriptedShellEnv(path.join(dir, 'model-env'), 'http://127.0.0.1:4100', base);
     const set = Object.fromEntries(env.set);
-    expect(env.providers).toEqual(['claude-code', 'codex', 'gemini', 'pi']);
+    expect(env.providers).toEqual(['claude-code', 'codex', 'gemini', 'pi', 'qwen']);
     expect(set.HOME).toBeUndefined();
     expect(env.unset).toEqual(['ANTHROPIC_API_KEY', 'GOOGLE_API_KEY']);
     expect(set.ANTHROPIC_BASE_URL).toBe('http://127.0.0.1:4100');
@@ -33,6 +33,10 @@ describe('cal model env', () => {
     expect(models.providers.mock.baseUrl).toBe('http://127.0.0.1:4100/v1');
     expect(readFileSync(path.join(set.CODEX_HOME as string, 'config.toml'), 'utf8')).toContain('base_url = "http://127.0.0.1:4100/v1"');
     expect(existsSync(path.join(set.CLAUDE_CONFIG_DIR as string, '.cal-managed-home'))).toBe(true);
+    // Qwen Code: its own config folder (HOME stays), the OpenAI-compatible endpoint and a key that is not the user's.
+    expect(JSON.parse(readFileSync(path.join(set.QWEN_HOME as string, 'settings.json'), 'utf8'))).toMatchObject({ security: { auth: { selectedType: 'openai' } } });
+    expect(set.OPENAI_BASE_URL).toBe('http://127.0.0.1:4100/v1');
+    expect(set.OPENAI_API_KEY).not.toBe('junk');
     // The CLIs pinned beside cal are found even when PATH has none of them.
     expect(set.PATH).toBe(`${path.join(dir, 'model-env', 'bin')}:/usr/bin:/bin`);
     expect(existsSync(path.join(dir, 'model-env', 'bin', 'pi'))).toBe(true);

@@ -27,11 +27,39 @@ describe('output polish', () => {
       expect(s.code, s.stderr).toBe(0);
     }
     const list = (await cal('inspect')).stdout.trimEnd().split('\n');
-    expect(list[0]).toMatch(/^HANDLE +NAME +PROVIDER +CLI +STATUS +LAST TURN +UPDATED$/);
+    expect(list[0]).toMatch(/^HANDLE +NAME +PROVIDER +CLI +TRANSPORT +PANE +STATUS +LAST TURN +UPDATED +CWD$/);
     expect(list).toHaveLength(3);
     const col = (line: string, word: string) => line.indexOf(word);
     expect(col(list[1]!, 'cursor')).toBe(col(list[0]!, 'PROVIDER'));
     expect(col(list[2]!, 'cursor')).toBe(col(list[0]!, 'PROVIDER'));
+  });
+
+  it('inspect filters the list by --cwd, --provider and --live; a bad filter is a usage error (issue 41)', async () => {
+    const other = path.join(root, 'other');
+    await fs.mkdir(other, { recursive: true });
+    const s = await cal('start', '--provider', 'cursor', '--cli-path', fakeCli.cursor, '--cwd', other, '--name', 'elsewhere', 'hi');
+    expect(s.code, s.stderr).toBe(0);
+    const names = async (...args: string[]) => {
+      const run = await cal('inspect', '--json', ...args);
+      expect(run.code, run.stderr).toBe(0);
+      return (run.json.handles as Array<{ name: string; paneAlive: boolean }>).map((h) => h.name);
+    };
+    // Newest activity first: the handle started last leads.
+    expect((await names())[0]).toBe('elsewhere');
+    expect(await names('--cwd', other)).toEqual(['elsewhere']);
+    expect((await names('--cwd', root)).sort()).toEqual(['a', 'a-much-longer-name']);
+    expect(await names('--provider', 'codex')).toEqual([]);
+    expect(await names('--provider', 'cursor')).toHaveLength(3);
+    // Structured sessions with no turn in flight: nothing live.
+    expect(await names('--live')).toEqual([]);
+    const none = await cal('inspect', '--provider', 'codex');
+    expect([none.code, none.stdout]).toEqual([0, '']);
+    expect(none.stderr).toContain('cal: no handles match --provider codex (of 3 in');
+    for (const bad of [['--provider', 'nope'], ['--cwd', path.join(root, 'missing')], ['elsewhere', '--live']]) {
+      const run = await cal('inspect', ...bad);
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stderr).toMatch(/^cal: usage: /);
+    }
   });
 
   it('busy errors name the handle, never the lock file', async () => {
@@ -50,6 +78,11 @@ describe('output polish', () => {
     try {
       const res = await cal('lock', 'gate', '--', 'true');
       expect([res.code, res.stderr.trim()]).toEqual([5, expect.stringMatching(/^cal: busy: lock gate is busy/)]);
+      // Issue 41: a lock is held, not a handle continued.
+      expect(res.stderr).toMatch(/held by another process \(a cal lock command or a plan phase\); retry later, or pass --wait/);
+      expect(res.stderr).not.toMatch(/continuing|handle/);
+      const waited = await cal('lock', 'gate', '--wait=0.2', '--', 'true');
+      expect([waited.code, waited.stderr.trim()]).toEqual([5, 'cal: busy: lock gate is still busy after waiting 0.2s: it is held by another process (a cal lock command or a plan phase); retry later']);
     } finally {
       await lock.release();
     }

@@ -34,7 +34,7 @@ describe('a plan with an unknown key', () => {
       '(root): unknown key "phase"; the keys allowed here: version, name, session, phases',
     );
     expect(await planError(`version: 1\nsession:\n  provider: pi\n  modle: x\nphases:\n  - id: one\n    message: hi\n`)).toBe(
-      'session: unknown key "modle"; the keys allowed here: provider, cwd, model, transport, systemPrompt, mcpConfig, cliPath, handle',
+      'session: unknown key "modle"; the keys allowed here: provider, name, cwd, model, transport, systemPrompt, mcpConfig, cliPath, handle',
     );
   });
 

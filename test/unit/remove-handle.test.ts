@@ -147,6 +147,45 @@ describe('removing a handle and replacing a name (fake CLI, fake tmux)', () => {
     expect(await kindOf(sessions.continue({ ref: handle.id, message: 'again', env }))).toBe('not_found');
   });
 
+  /**
+   * Issue 41: the continuing cal may see its pane die before the removal deletes anything (here:
+   * the removal waits, after ending the pane, until the continue has ended). It must find the
+   * handle removed, not record a lost turn and suggest continuing a handle that is gone.
+   */
+  it('a continue killed by remove --force never suggests continuing the removed handle', async () => {
+    const { handle } = await start('one', { name: 'doomed' });
+    slowCli();
+    let continued: unknown;
+    const inFlight = sessions.continue({ ref: 'doomed', message: 'slow', env, timeoutSeconds: 10 }).then(
+      (r) => (continued = r),
+      (e: unknown) => (continued = e),
+    );
+    for (let i = 0; i < 200 && (await store.lastTurn(handle.id))?.status !== 'running'; i++) await new Promise((r) => setTimeout(r, 10));
+    const kill = tmux.killSession.bind(tmux);
+    tmux.killSession = async (session) => {
+      const killed = await kill(session);
+      await inFlight;
+      return killed;
+    };
+    await sessions.remove('doomed', true);
+    expect(continued).toMatchObject({ kind: 'not_found' });
+    expect((continued as Error).message).toMatch(/was removed/);
+    expect((continued as Error).message).not.toMatch(/continue again|cal continue/);
+    for (const file of [store.handleFile(handle.id), store.eventsFile(handle.id), store.turnsDir(handle.id)]) expect(existsSync(file)).toBe(false);
+  });
+
+  it('start --replace on a busy name suggests cal remove --force, never a --force start lacks', async () => {
+    await start('one', { name: 'held' });
+    slowCli();
+    expect(await kindOf(sessions.continue({ ref: 'held', message: 'slow', env, timeoutSeconds: 0.3 }))).toBe('timeout');
+    const refused = await start('two', { name: 'held', replace: true }).catch((e) => e);
+    expect(refused).toMatchObject({ kind: 'busy' });
+    expect(refused.message).toMatch(/remove it first with cal remove --force held\b/);
+    expect(refused.message).not.toMatch(/or pass --force/);
+    const removeRefused = await sessions.remove('held').catch((e) => e);
+    expect(removeRefused.message).toMatch(/or pass --force/);
+  });
+
   it('a write of a removed handle (a continue that loaded it before the removal) never recreates it', async () => {
     const { handle } = await start('one', { name: 'ghost' });
     await sessions.remove('ghost');

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { PinnedCli } from '../../handles/schema.js';
 import { findExecutable, pinCli } from '../resolve.js';
 import { pinSupported, type SupportedVersions } from '../versions.js';
-import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, ScriptedEnvOptions, SessionConfig, TranscriptBinding } from '../types.js';
+import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, PromptMatch, ScriptedEnvOptions, SessionConfig, TranscriptBinding } from '../types.js';
 import { createManagedHome, preAnswerDialogs } from './home.js';
 import { claudeEnv, launchEnv, sessionFlags, transcriptCandidates, claudeToolPolicies } from './launch.js';
 import { blockedPrompt, classifyRecord, normaliseForMatch, userText } from './records.js';
@@ -11,6 +11,7 @@ import { writeHookSettings } from './signals.js';
 import { claudeStructured } from './structured.js';
 import { ClaudeTurnObserver } from './transcript.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
+import { betweenRules } from '../input-box.js';
 
 export { projectSlug } from './launch.js';
 
@@ -96,8 +97,8 @@ export const claudeCodeAdapter: CliAdapter = {
     return null;
   },
 
-  observeTurn(message: string, notBefore?: Date) {
-    return new ClaudeTurnObserver(message, notBefore);
+  observeTurn(message: string, notBefore?: Date, match?: PromptMatch) {
+    return new ClaudeTurnObserver(message, notBefore, match);
   },
 
   structured: claudeStructured,
@@ -125,6 +126,11 @@ export const claudeCodeAdapter: CliAdapter = {
   // sits in a dialog (theme picker, an auto-mode notice), not in a slow turn.
   promptRecordedWithinMs: 20_000,
 
+  /**
+   * The input box sits between two rules, its row opening with `❯` (`>` before 2.1); Ctrl-U
+   * deletes the wrapped row the cursor is on, so it is pressed once a row (docs/drafts.md).
+   */
+  draft: { read: betweenRules(/^[>❯] /), keys: ['End', 'C-u'] },
   pasteText(message: string): string {
     // A leading '!' opens bash mode and '#' a memory note when typed; a space keeps a pasted one
     // text (measured: ' !touch x' reached the model as text).

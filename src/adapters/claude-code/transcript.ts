@@ -1,5 +1,6 @@
 import type { ToolActivity } from '../../handles/tool-activity.js';
 import { TranscriptTurnObserver } from '../turn-observer.js';
+import type { PromptMatch } from '../types.js';
 import {
   INTERRUPT_PREFIX,
   STOPPED_BY_HOOK_PREFIX,
@@ -82,8 +83,8 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
   /** When the transcript or the signal said the turn stopped, while its answer is not in yet. */
   private stoppedAt: number | null = null;
 
-  constructor(message: string, notBefore?: Date) {
-    super(message, notBefore);
+  constructor(message: string, notBefore?: Date, match?: PromptMatch) {
+    super(message, notBefore, match);
     this.ourText = normaliseForMatch(message);
   }
 
@@ -112,7 +113,7 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
   protected whileWaiting(rec: KnownClaudeRecord): void {
     if (rec.kind === 'system') {
       const blocked = blockedPrompt(rec.record);
-      if (blocked && this.isOurs(blocked.prompt)) {
+      if (blocked && this.isOurPrompt(blocked.prompt)) {
         this.begin(null);
         this.end('failed', null, `a UserPromptSubmit hook blocked the prompt: ${blocked.reason}`);
       }
@@ -123,7 +124,7 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
     // Claude's own interrupt note is not a prompt, unless our message itself starts that way.
     if (text === null || (text.startsWith(INTERRUPT_PREFIX) && !this.ourText.startsWith(INTERRUPT_PREFIX))) return;
     if (rec.record.origin && rec.record.origin.kind !== 'human') return;
-    if (!this.isOurs(text)) return;
+    if (!this.isOurPrompt(text)) return;
     const at = rec.record.timestamp ? Date.parse(rec.record.timestamp) : NaN;
     const version = rec.record.version;
     let writesSummary = true;

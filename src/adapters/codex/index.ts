@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { CalError } from '../../errors.js';
 import type { PinnedCli } from '../../handles/schema.js';
 import { findExecutable, pinCli } from '../resolve.js';
-import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
+import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, PromptMatch, SessionConfig, TranscriptBinding } from '../types.js';
 import { compareVersions, pinSupported, type SupportedVersions } from '../versions.js';
 import { codexEnv, nativeCodexBinary, wrapperEnv } from './binary.js';
 import { commonOverrides, codexToolPolicies } from './config.js';
@@ -10,6 +10,7 @@ import { runExecTurn } from './exec.js';
 import { scriptedCodexEnv } from './home.js';
 import { CodexTurnObserver } from './rollout.js';
 import { codexHome, findRolloutsForFirstMessage, pickRollout, scanLaunches } from './sessions.js';
+import { lastMarkedRow } from '../input-box.js';
 
 /**
  * OpenAI Codex CLI (measured on 0.169.0, and 0.100.0 … 0.171.0 for the version matrix;
@@ -119,10 +120,12 @@ export const codexAdapter: CliAdapter = {
     return pick;
   },
 
-  observeTurn(message: string, notBefore?: Date) {
-    return new CodexTurnObserver(message, notBefore);
+  observeTurn(message: string, notBefore?: Date, match?: PromptMatch) {
+    return new CodexTurnObserver(message, notBefore, match);
   },
 
+  /** The input is the last row opening with `›`, its placeholder dim; one Ctrl-U empties it (docs/drafts.md). */
+  draft: { read: lastMarkedRow(/^› /), keys: ['End', 'C-u'] },
   pasteText(message: string): string {
     // A leading '/' opens a slash command and '!' runs a shell command in the TUI: a space keeps it text.
     if (/^[/!]/.test(message)) return ` ${message}`;

@@ -353,7 +353,9 @@ export class CodexTurnObserver extends TranscriptTurnObserver<KnownCodexRecord> 
       turnId = rec.turnId ?? this.openTurn;
     }
     if (text === null || turnId === null) return;
-    if (!this.isOurs(text)) return;
+    // Only the user-message item is surely a person's prompt: a user-role response item may be
+    // context of a kind cal does not know yet, so it is ours by its text alone.
+    if (!(rec.kind === 'item' ? this.isOurPrompt(text) : this.isOurs(text))) return;
     this.itemized = rec.kind === 'item';
     this.begin(turnId);
   }

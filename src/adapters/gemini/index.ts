@@ -7,11 +7,12 @@ import type { PinnedCli, ToolPolicy } from '../../handles/schema.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
 import { findExecutable, pinCli, readVersion } from '../resolve.js';
 import { pinSupported, type SupportedVersions } from '../versions.js';
-import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, StructuredRunRequest, StructuredTurnResult, TranscriptBinding } from '../types.js';
+import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, PromptMatch, SessionConfig, StructuredRunRequest, StructuredTurnResult, TranscriptBinding } from '../types.js';
 import { headlessArgv, runHeadlessTurn } from './headless.js';
 import { SESSION_HEADER, checkRetentionOff, geminiDir, isManagedGeminiHome, scriptedGeminiEnv } from './home.js';
 import { geminiMcpServers, prepareManagedHome, readUserSettings } from './managed-home.js';
 import { GeminiTurnObserver, classifyRecord, contentText, normaliseForMatch } from './transcript.js';
+import { lastMarkedRow } from '../input-box.js';
 
 /**
  * Google Gemini CLI (measured on 0.61.0; research: gemini-pi-cli.md G1–G5 and
@@ -255,10 +256,15 @@ export const geminiAdapter: CliAdapter = {
     return file ? { path: file, sessionId } : null;
   },
 
-  observeTurn(message: string, notBefore?: Date) {
-    return new GeminiTurnObserver(message, notBefore);
+  observeTurn(message: string, notBefore?: Date, match?: PromptMatch) {
+    return new GeminiTurnObserver(message, notBefore, match);
   },
 
+  /**
+   * The input is the last row opening with `>`, its placeholder in grey after the cursor; one
+   * Ctrl-U empties it (docs/drafts.md).
+   */
+  draft: { read: lastMarkedRow(/^ ?> /, { fg: ['38;5;248'], text: /^Type your message or @path\/to\/file$/ }), keys: ['End', 'C-u'] },
   pasteText(message: string): string {
     // A leading '!' (shell mode) is a key press on an empty prompt: after a space it is text
     // (measured on 0.61.0, pasted and through -i alike).

@@ -193,7 +193,7 @@ export class GeminiTurnObserver extends TranscriptTurnObserver<KnownGeminiRecord
   protected whileWaiting(rec: KnownGeminiRecord): void {
     if (rec.kind !== 'user') return;
     const text = contentText(rec.record.content as string | Array<Record<string, unknown>>);
-    if (text !== null && this.isOurs(text)) {
+    if (text !== null && this.isOurPrompt(text)) {
       this.begin(rec.record.id);
       this.requestOpen = true;
     }

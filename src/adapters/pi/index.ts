@@ -5,11 +5,12 @@ import type { PinnedCli } from '../../handles/schema.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
 import { findExecutable, pinCli } from '../resolve.js';
 import { pinSupported, type SupportedVersions } from '../versions.js';
-import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, SessionConfig, TranscriptBinding } from '../types.js';
+import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, PromptMatch, SessionConfig, TranscriptBinding } from '../types.js';
 import { scriptedPiEnv } from './home.js';
 import { chosenFile, sessionFileFor, sessionFlags, piToolPolicies } from './launch.js';
 import { piStructured } from './structured.js';
 import { classifyRecord, normaliseForMatch, PiTurnObserver, SessionHeader } from './session.js';
+import { betweenRules } from '../input-box.js';
 
 /**
  * Pi coding agent (`@earendil-works/pi-coding-agent` from 1.0, `@mariozechner/pi-coding-agent`
@@ -92,12 +93,14 @@ export const piAdapter: CliAdapter = {
     return { path: file, sessionId: header.data.id };
   },
 
-  observeTurn(message: string, notBefore?: Date) {
-    return new PiTurnObserver(message, notBefore);
+  observeTurn(message: string, notBefore?: Date, match?: PromptMatch) {
+    return new PiTurnObserver(message, notBefore, match);
   },
 
   structured: piStructured,
 
+  /** The editor is the rows between the last two rules, with no marker; one Ctrl-U empties it (docs/drafts.md). */
+  draft: { read: betweenRules(null), keys: ['End', 'C-u'] },
   pasteText(message: string): string {
     // In argv a leading '-' is a flag and '@' a file to attach: a space keeps it text. Pasted, the
     // editor trims that space and would run a leading '!' as a shell command and a leading '/' as

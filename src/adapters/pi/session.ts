@@ -138,7 +138,7 @@ export class PiTurnObserver extends TranscriptTurnObserver<KnownPiRecord> {
   }
 
   protected whileWaiting(rec: KnownPiRecord): void {
-    if (rec.kind === 'user' && rec.text !== null && this.isOurs(rec.text)) this.begin(rec.id);
+    if (rec.kind === 'user' && rec.text !== null && this.isOurPrompt(rec.text)) this.begin(rec.id);
   }
 
   protected whileRunning(rec: KnownPiRecord): void {

@@ -176,7 +176,8 @@ export async function busyInputPolicy(ctx: ScenarioContext): Promise<void> {
   ctx.check(queuedReq, `no request had the queued message as its own last user message (${q(JSON.stringify(requests.map((r) => r.lastUserMessage)), 120)})`);
   ctx.check(queuedReq.seq > Math.max(...runningReqs.map((r) => r.seq)), 'the queued message reached the model before the running turn ended');
   const turns = await ctx.turns(handle.id);
+  // A refusal is no turn: it leaves the handle's turn list as it was (issue 41).
   const refusedTurn = turns.find((t) => t.message === refused);
-  ctx.check(refusedTurn?.status === 'failed' && refusedTurn.error?.kind === 'busy', `the refused message's turn record is ${refusedTurn?.status ?? 'missing'}`);
+  ctx.check(refusedTurn === undefined, `the refused message left a turn record (${refusedTurn?.status}); a refusal must leave the turn list unchanged`);
   ctx.note(`a message during a running turn: busy in ${secs(refusedMs)}, never sent; with --wait it ran as its own turn after the running one ended`);
 }

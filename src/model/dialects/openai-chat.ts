@@ -1,4 +1,4 @@
-/** OpenAI Chat Completions (`POST /v1/chat/completions`), as used by Pi and OpenCode. */
+/** OpenAI Chat Completions (`POST /v1/chat/completions`), as used by Pi, Qwen Code and OpenCode. */
 import { sseData, splitText, userOwnText } from '../text.js';
 import { resolveWith } from '../tools.js';
 import {
@@ -10,6 +10,7 @@ import {
   type OfferedTool,
   type ParsedModelRequest,
   type RenderInput,
+  type SideKind,
 } from '../types.js';
 import { openAiError } from './openai-responses.js';
 
@@ -30,15 +31,19 @@ function texts(content: unknown): string[] {
   return content.filter(isObj).flatMap((p) => (typeof p.text === 'string' ? [p.text] : []));
 }
 
-function parseMessages(messages: unknown[]): { items: ConversationItem[]; chars: number } {
+function parseMessages(messages: unknown[]): { items: ConversationItem[]; chars: number; lastUserText: string } {
   const items: ConversationItem[] = [];
   let chars = 0;
+  let lastUserText = '';
   for (const m of messages) {
     if (!isObj(m)) throw new RequestError(400, 'messages: each message must be an object');
     const role = m.role;
     const parts = texts(m.content);
     for (const t of parts) chars += t.length;
     if (role === 'user') {
+      // Qwen Code sends one user message of several text parts: its `<system-reminder>` blocks
+      // first, the prompt last (measured on 0.24.4). Each part is its own block here.
+      lastUserText = parts.at(-1) ?? '';
       for (const t of parts) {
         const own = userOwnText(t);
         if (own !== null) items.push({ kind: 'user', text: own });
@@ -56,7 +61,18 @@ function parseMessages(messages: unknown[]): { items: ConversationItem[]; chars:
       items.push({ kind: 'tool_result', id: String(m.tool_call_id ?? m.name ?? ''), output: parts.join('\n'), isError: false });
     }
   }
-  return { items, chars };
+  return { items, chars, lastUserText };
+}
+
+/**
+ * Requests a CLI sends on its own after a turn, which are not the user's turn (answered with a
+ * short text, logged as side requests): Qwen Code's memory extraction, sent after every turn,
+ * and its TUI's next-prompt suggestion (measured on 0.24.4).
+ */
+const SIDE_PROMPTS = [/^\s*Managed memory has TWO directories\b/, /^\s*\[SUGGESTION MODE:/];
+
+function sideKind(lastUserText: string): SideKind | null {
+  return SIDE_PROMPTS.some((re) => re.test(lastUserText)) ? 'utility' : null;
 }
 
 function parseTools(tools: unknown): OfferedTool[] {
@@ -83,7 +99,7 @@ export const openaiChat: DialectModule = {
   parse(body: unknown, http: HttpRequestInfo): ParsedModelRequest {
     if (!isObj(body)) throw new RequestError(400, 'request body must be a JSON object');
     if (!Array.isArray(body.messages)) throw new RequestError(400, "Missing required parameter: 'messages'.");
-    const { items, chars } = parseMessages(body.messages);
+    const { items, chars, lastUserText } = parseMessages(body.messages);
     const streamOptions = isObj(body.stream_options) ? body.stream_options : {};
     const format = isObj(body.response_format) ? body.response_format : null;
     const req: ParsedModelRequest = {
@@ -97,7 +113,7 @@ export const openaiChat: DialectModule = {
         header(http.headers, 'session-id') ??
         header(http.headers, 'x-session-id') ??
         (typeof body.prompt_cache_key === 'string' ? body.prompt_cache_key : null),
-      side: null,
+      side: sideKind(lastUserText),
       inputChars: chars,
       includeUsage: streamOptions.include_usage === true,
     };

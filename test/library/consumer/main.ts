@@ -20,6 +20,8 @@ import {
   type AskOptions,
   type CalErrorDetails,
   type CalEvent,
+  type CancelOptions,
+  type CancelResult,
   type CertId,
   type CertificationSummary,
   type CertifyOptions,
@@ -32,6 +34,7 @@ import {
   type EventKind,
   type EventsOptions,
   type ExpectedConfig,
+  type FleetOptions,
   type Handle,
   type HandleRef,
   type HandleSummary,
@@ -40,6 +43,8 @@ import {
   type OpenOptions,
   type PaneView,
   type ProviderName,
+  type ReapItem,
+  type ReapOptions,
   type RecoverAction,
   type RecoverItem,
   type RecoverOptions,
@@ -68,8 +73,16 @@ function need(name: string): string {
 const provider: ProviderName = 'claude-code';
 const transport: Transport = 'tmux';
 const toolPolicy: ToolPolicy = toolPolicies[0];
-const open: OpenOptions = { stateDir: need('LIB_STATE'), env: process.env };
+// One machine here; a fleet (docs/fleet.md) would be opened with its Redis URL instead.
+const fleet: FleetOptions | undefined = process.env.LIB_FLEET ? { connection: process.env.LIB_FLEET } : undefined;
+const open: OpenOptions = { stateDir: need('LIB_STATE'), env: process.env, ...(fleet ? { fleet } : {}) };
 const sessions: Sessions = await openSessions(open);
+// Named so a program can type its own helpers; the idle-pane and cancel calls themselves are
+// driven by the end-to-end tests (reaping, cancel-remote).
+const cancelQuietly = (ref: string, options: CancelOptions = { timeoutSeconds: 5 }): Promise<CancelResult> => sessions.cancel(ref, options);
+const reapNothing = (options: ReapOptions = { dryRun: true }): Promise<ReapItem[]> => sessions.reap(options);
+void cancelQuietly;
+void reapNothing;
 
 const events: EventKind[] = [];
 const progress: TurnProgress[] = [];
