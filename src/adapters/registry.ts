@@ -16,6 +16,7 @@ const cliAdapters: Partial<Record<ProviderName, () => Promise<CliAdapter>>> = {
   cursor: async () => (await import('./cursor/index.js')).cursorAdapter,
   agy: async () => (await import('./agy/index.js')).agyAdapter,
   qwen: async () => (await import('./qwen/index.js')).qwenAdapter,
+  opencode: async () => (await import('./opencode/index.js')).opencodeAdapter,
 };
 
 const apiAdapters: Partial<Record<ProviderName, () => Promise<ApiProviderAdapter>>> = {

@@ -72,6 +72,8 @@ export interface TranscriptBinding {
 
 export interface BindRequest {
   env: Record<string, string>;
+  /** The CLI the session runs, for an adapter that reads its store through the CLI itself (OpenCode). */
+  cli?: PinnedCli | null;
   config: SessionConfig;
   /** The id the launch chose, when the CLI lets us choose one. */
   sessionId: string | null;

@@ -4,6 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { claudeCodeAdapter } from '../../src/adapters/claude-code/index.js';
 import { geminiAdapter } from '../../src/adapters/gemini/index.js';
+import { opencodeAdapter } from '../../src/adapters/opencode/index.js';
 import { qwenAdapter } from '../../src/adapters/qwen/index.js';
 import { tmuxSocketFor } from '../../src/engine/tmux-socket.js';
 import { startModelServer, type ModelServer } from '../../src/model/server.js';
@@ -14,7 +15,7 @@ import { writePiAgentDir } from './model-homes.js';
 import { removeScratch } from './scratch.js';
 
 /** The CLIs a suite can drive. */
-export type SuiteProvider = 'claude-code' | 'codex' | 'pi' | 'gemini' | 'qwen';
+export type SuiteProvider = 'claude-code' | 'codex' | 'pi' | 'gemini' | 'qwen' | 'opencode';
 
 /** The pinned binary (test/support/clis.ts) of each provider. */
 export const pinnedName: Record<SuiteProvider, PinnedCliName> = pinnedCliOf;
@@ -59,6 +60,10 @@ const homes: Record<SuiteProvider, (root: string, modelUrl: string, base: Record
   async qwen(root, modelUrl, base) {
     const env = await qwenAdapter.scriptedModelEnv(root, modelUrl, base);
     return { env, configDir: path.join(env.HOME!, '.qwen') };
+  },
+  async opencode(root, modelUrl, base) {
+    const env = await opencodeAdapter.scriptedModelEnv(root, modelUrl, base);
+    return { env, configDir: path.join(env.XDG_DATA_HOME!, 'opencode') };
   },
 };
 

@@ -15,6 +15,7 @@ export const recordedVersion = {
   gemini: '0.61.0',
   pi: '0.73.1',
   qwen: '0.24.4',
+  opencode: '1.18.33',
 } as const;
 
 export type RecordedCli = keyof typeof recordedVersion;

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { claudeCodeAdapter } from '../../src/adapters/claude-code/index.js';
 import { codexAdapter } from '../../src/adapters/codex/index.js';
 import { geminiAdapter } from '../../src/adapters/gemini/index.js';
+import { opencodeAdapter } from '../../src/adapters/opencode/index.js';
 import { piAdapter } from '../../src/adapters/pi/index.js';
 import type { CliAdapter } from '../../src/adapters/types.js';
 import { isRule, plainText, typedText } from '../../src/tmux/screen.js';
@@ -14,7 +15,7 @@ import { fixturesDir } from '../support/fixtures.js';
  * clear a draft before a paste, never for an answer). Driven by screens recorded from the real
  * CLIs of every release of the version matrix (fixtures/screens/<cli>-<version>-input-box.json).
  */
-const adapters: Record<string, CliAdapter> = { 'claude-code': claudeCodeAdapter, codex: codexAdapter, gemini: geminiAdapter, pi: piAdapter };
+const adapters: Record<string, CliAdapter> = { 'claude-code': claudeCodeAdapter, codex: codexAdapter, gemini: geminiAdapter, pi: piAdapter, opencode: opencodeAdapter };
 const LONG = Array.from({ length: 20 }, (_, i) => `draftword${i % 10}`).join('');
 
 const recorded = readdirSync(path.join(fixturesDir, 'screens')).filter((f) => f.endsWith('-input-box.json'));
@@ -22,7 +23,7 @@ const recorded = readdirSync(path.join(fixturesDir, 'screens')).filter((f) => f.
 describe('the input box read from recorded screens', () => {
   it('covers every CLI that takes pastes, on an old and the pinned release', () => {
     expect(new Set(recorded.map((f) => f.replace(/-\d[\d.]*-input-box\.json$/, '')))).toEqual(new Set(Object.keys(adapters)));
-    expect(recorded.length).toBeGreaterThanOrEqual(9);
+    expect(recorded.length).toBeGreaterThanOrEqual(10);
   });
 
   it.each(recorded)('%s: empty, a short draft, a 200-character draft, and what one Ctrl-U leaves', (file) => {

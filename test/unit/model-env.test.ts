@@ -20,7 +20,7 @@ describe('cal model env', () => {
     const base = { HOME: '/home/u', PATH: '/usr/bin:/bin', GEMINI_API_KEY: 'junk', OPENAI_API_KEY: 'junk', ANTHROPIC_API_KEY: 'junk', GOOGLE_API_KEY: 'junk' };
     const env = await scriptedShellEnv(path.join(dir, 'model-env'), 'http://127.0.0.1:4100', base);
     const set = Object.fromEntries(env.set);
-    expect(env.providers).toEqual(['claude-code', 'codex', 'gemini', 'pi', 'qwen']);
+    expect(env.providers).toEqual(['claude-code', 'codex', 'gemini', 'pi', 'qwen', 'opencode']);
     expect(set.HOME).toBeUndefined();
     expect(env.unset).toEqual(['ANTHROPIC_API_KEY', 'GOOGLE_API_KEY']);
     expect(set.ANTHROPIC_BASE_URL).toBe('http://127.0.0.1:4100');
@@ -37,6 +37,10 @@ describe('cal model env', () => {
     expect(JSON.parse(readFileSync(path.join(set.QWEN_HOME as string, 'settings.json'), 'utf8'))).toMatchObject({ security: { auth: { selectedType: 'openai' } } });
     expect(set.OPENAI_BASE_URL).toBe('http://127.0.0.1:4100/v1');
     expect(set.OPENAI_API_KEY).not.toBe('junk');
+    // OpenCode: its own config file (HOME and the XDG folders stay) with one provider at the URL, no catalogue download.
+    expect(JSON.parse(readFileSync(set.OPENCODE_CONFIG as string, 'utf8')).provider.scripted.options.baseURL).toBe('http://127.0.0.1:4100/v1');
+    expect(set.OPENCODE_DISABLE_MODELS_FETCH).toBe('1');
+    expect(set.XDG_DATA_HOME).toBeUndefined();
     // The CLIs pinned beside cal are found even when PATH has none of them.
     expect(set.PATH).toBe(`${path.join(dir, 'model-env', 'bin')}:/usr/bin:/bin`);
     expect(existsSync(path.join(dir, 'model-env', 'bin', 'pi'))).toBe(true);

@@ -77,6 +77,7 @@ describe('supported versions', () => {
       pi: pinnedCli.pi.version,
       gemini: pinnedCli.gemini.version,
       qwen: pinnedCli.qwen.version,
+      opencode: pinnedCli.opencode.version,
     };
     // (Cursor and Agy cannot run here: their releases are placed by the user's live certification.)
     for (const adapter of [...(await loadRegisteredAdapters()), geminiAdapter].filter((a) => !a.liveCertificationOnly)) {

@@ -39,7 +39,19 @@ export type StoreRow = z.infer<typeof StoreRow>;
 const SessionRow = z.object({ id: z.string(), directory: z.string(), time_created: z.number() });
 
 /** The environment `opencode db` needs to find the same database (never a key). */
-const STORE_ENV = ['HOME', 'PATH', 'XDG_DATA_HOME', 'XDG_CONFIG_HOME', 'XDG_STATE_HOME', 'XDG_CACHE_HOME', 'OPENCODE_CONFIG', 'OPENCODE_DISABLE_AUTOUPDATE', 'OPENCODE_DISABLE_MODELS_FETCH'];
+const STORE_ENV = [
+  'HOME',
+  'PATH',
+  'XDG_DATA_HOME',
+  'XDG_CONFIG_HOME',
+  'XDG_STATE_HOME',
+  'XDG_CACHE_HOME',
+  'OPENCODE_DB',
+  'OPENCODE_DISABLE_CHANNEL_DB',
+  'OPENCODE_CONFIG',
+  'OPENCODE_DISABLE_AUTOUPDATE',
+  'OPENCODE_DISABLE_MODELS_FETCH',
+];
 
 export function storeEnv(env: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
@@ -95,8 +107,28 @@ export function mirrorPath(env: Record<string, string>, sessionId: string): stri
 
 const rowKey = (r: StoreRow) => `${r.kind}:${r.id}:${r.updated}:${r.data.length}`;
 
+/**
+ * Each `opencode db` query starts the whole CLI (about a second of CPU, measured on 1.18.33), and
+ * the engine reads the transcript many times a second: one sync of a mirror runs at a time, a
+ * caller arriving while it runs shares it, and one within `MIN_SYNC_GAP_MS` of the last is skipped.
+ */
+const MIN_SYNC_GAP_MS = 250;
+const syncs = new Map<string, { running: Promise<void> | null; doneAt: number }>();
+
 /** Creates the mirror (its header) if missing; appends the rows it does not hold yet. */
 export async function syncMirror(file: string, header?: MirrorHeader): Promise<void> {
+  const state = syncs.get(file) ?? { running: null, doneAt: 0 };
+  syncs.set(file, state);
+  if (state.running) return state.running;
+  if (!header && Date.now() - state.doneAt < MIN_SYNC_GAP_MS) return;
+  state.running = syncMirrorNow(file, header).finally(() => {
+    state.running = null;
+    state.doneAt = Date.now();
+  });
+  return state.running;
+}
+
+async function syncMirrorNow(file: string, header?: MirrorHeader): Promise<void> {
   let text: string | null = null;
   try {
     text = await fs.readFile(file, 'utf8');
@@ -117,6 +149,9 @@ export async function syncMirror(file: string, header?: MirrorHeader): Promise<v
     if (row.success) seen.add(rowKey(row.data));
   }
   const rows = await sessionRows(parsed.data.executable, parsed.data.env, parsed.data.sessionId);
-  const fresh = rows.filter((r) => !seen.has(rowKey(r)));
+  // Parts before messages, each in the order they were last written: a reply's message row says
+  // the turn ended (`time.completed`, `finish`) only after its parts were written, and the engine
+  // stops reading at the record that ends the turn, so those parts must come before it.
+  const fresh = rows.filter((r) => !seen.has(rowKey(r))).sort((a, b) => (a.kind === b.kind ? a.updated - b.updated : a.kind === 'part' ? -1 : 1));
   if (fresh.length > 0) await fs.appendFile(file, fresh.map((r) => JSON.stringify(r) + '\n').join(''));
 }
