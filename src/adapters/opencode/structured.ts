@@ -1,6 +1,7 @@
 import { CalError } from '../../errors.js';
 import type { StructuredRunRequest, StructuredTransport, StructuredTurnResult } from '../types.js';
-import { MAX_ARGV_STRING_BYTES, runNdjson, stderrTail } from '../ndjson-process.js';
+import { stderrTail } from '../ndjson-process.js';
+import { cliMissingIfUnstarted, runJsonlProcess } from '../structured-process.js';
 import { sessionFlags } from './launch.js';
 import { mirrorPath, sessionExists, storeEnv, syncMirror } from './store.js';
 
@@ -33,30 +34,36 @@ class RunStream {
 }
 
 async function runOpencodeTurn(req: StructuredRunRequest): Promise<StructuredTurnResult> {
-  if (Buffer.byteLength(req.message) > MAX_ARGV_STRING_BYTES) {
-    throw new CalError('usage', `the message is ${Math.ceil(Buffer.byteLength(req.message) / 1024)} KB; opencode run takes it in its argv, which holds at most ${Math.floor(MAX_ARGV_STRING_BYTES / 1024)} KB`);
-  }
   const flags = sessionFlags(req);
   const resumeArgs: string[] = [];
   if (req.mode === 'resume') {
     if (!req.sessionId) throw new CalError('internal', 'opencode resume without a session id');
     // `-s` with an id the store lacks fails late and vaguely: check first.
-    if (!(await sessionExists(req.cli.realPath, flags.env, req.sessionId))) {
+    if (!(await sessionExists(req.cli.realPath, storeEnv(flags.env), req.sessionId))) {
       throw new CalError('resume_unavailable', `OpenCode's store has no session ${req.sessionId} any more (deleted, or XDG_DATA_HOME changed)`);
     }
     resumeArgs.push('--session', req.sessionId);
   }
   const stream = new RunStream();
-  const run = await runNdjson({
-    argv: [req.cli.realPath, 'run', '--format', 'json', ...resumeArgs, ...flags.argv, req.message],
+  const argv = [req.cli.realPath, 'run', '--format', 'json', ...resumeArgs, ...flags.argv];
+  const report = req.onProgress;
+  // The message goes on stdin, byte for byte: `opencode run` wraps each argv word holding a space
+  // in quotes before it sends the words (measured on 1.18.33), and reads a piped stdin as the message.
+  const run = await runJsonlProcess({
+    argv,
     env: flags.env,
     cwd: req.config.cwd,
+    stdin: req.message,
     timeoutMs: req.timeoutMs,
     ...(req.signal ? { signal: req.signal } : {}),
-    onEvent: (value) => stream.feed(value),
-  });
+    ...(req.onSpawned ? { onSpawned: req.onSpawned } : {}),
+    onEvent: (value) => {
+      stream.feed(value);
+      report?.({ observation: stream.sessionId ? { phase: 'running', turnKey: null } : { phase: 'waiting' }, tools: [], partialAnswer: stream.answer ?? '' });
+    },
+  }).catch(cliMissingIfUnstarted(argv[0] as string));
   if (run.timedOut) throw new CalError('timeout', `opencode run gave no end within ${Math.round(req.timeoutMs / 1000)}s`);
-  const said = stderrTail(`${run.stderr}\n${run.otherLines.join('\n')}`, flags.env);
+  const said = stderrTail(run.stderr, flags.env);
   const sessionId = stream.sessionId;
   if (!sessionId) throw new CalError('turn_failed', `opencode run ended (exit ${run.exitCode ?? run.signal}) before it named a session${said ? `: ${said}` : ''}`);
   if (req.mode === 'resume' && sessionId !== req.sessionId) {
