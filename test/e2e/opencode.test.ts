@@ -83,7 +83,7 @@ describe('OpenCode in tmux, end to end', () => {
     const run = await suite.cal(['continue', handle, '--json', ...TIMEOUT, 'Run it [[cal:shell=echo hello-from-opencode]]']);
     expect(run.code, run.stdout + run.stderr).toBe(0);
     expect(run.json.turn.answer).toBe('Tool finished: hello-from-opencode');
-    expect(run.json.turn.tools).toEqual([expect.objectContaining({ kind: 'shell', output: expect.stringContaining('hello-from-opencode'), status: 'completed' })]);
+    expect(run.json.turn.tools).toEqual([expect.objectContaining({ kind: 'shell', name: 'echo hello-from-opencode', output: expect.stringContaining('hello-from-opencode'), status: 'completed' })]);
   });
 });
 

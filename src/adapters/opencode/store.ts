@@ -59,9 +59,19 @@ export function storeEnv(env: Record<string, string>): Record<string, string> {
   return out;
 }
 
+/**
+ * A query fails while another OpenCode process creates or migrates the database (measured: a
+ * fresh TUI and `opencode db` racing on a new store, "table … already exists"): tried again.
+ */
+const QUERY_ATTEMPTS = 4;
+
 async function query(executable: string, env: Record<string, string>, sql: string): Promise<unknown[]> {
   const { execa } = await import('execa');
-  const run = await execa(executable, ['db', sql, '--format', 'json'], { env, extendEnv: false, reject: false, stdin: 'ignore', timeout: 30_000 });
+  let run = await execa(executable, ['db', sql, '--format', 'json'], { env, extendEnv: false, reject: false, stdin: 'ignore', timeout: 30_000 });
+  for (let attempt = 1; run.exitCode !== 0 && attempt < QUERY_ATTEMPTS; attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 300 * attempt));
+    run = await execa(executable, ['db', sql, '--format', 'json'], { env, extendEnv: false, reject: false, stdin: 'ignore', timeout: 30_000 });
+  }
   if (run.exitCode !== 0) throw new CalError('turn_failed', `opencode db failed (exit ${run.exitCode ?? run.signal}): ${String(run.stderr).slice(-300)}`);
   const text = String(run.stdout).trim();
   if (!text) return [];
@@ -113,17 +123,44 @@ const rowKey = (r: StoreRow) => `${r.kind}:${r.id}:${r.updated}:${r.data.length}
  * caller arriving while it runs shares it, and one within `MIN_SYNC_GAP_MS` of the last is skipped.
  */
 const MIN_SYNC_GAP_MS = 250;
-const syncs = new Map<string, { running: Promise<void> | null; doneAt: number }>();
+/**
+ * OpenCode writes through SQLite's write-ahead log, and `opencode db` itself touches only the
+ * database and its index files (measured): while the log's size and time stay as they were
+ * before the last query, nothing was written since and the query is skipped (one runs anyway
+ * every `MAX_SKIP_MS`).
+ */
+const MAX_SKIP_MS = 5000;
+const syncs = new Map<string, { running: Promise<void> | null; doneAt: number; walStamp: string | null }>();
+
+function databaseOf(env: Record<string, string>): string {
+  if (env.OPENCODE_DB && path.isAbsolute(env.OPENCODE_DB)) return env.OPENCODE_DB;
+  return path.join(opencodeDataDir(env), env.OPENCODE_DB || 'opencode.db');
+}
+
+async function walStamp(file: string): Promise<string | null> {
+  try {
+    const text = await fs.readFile(file, 'utf8');
+    const header = MirrorHeader.safeParse(JSON.parse(text.slice(0, text.indexOf('\n'))));
+    if (!header.success) return null;
+    const st = await fs.stat(`${databaseOf(header.data.env)}-wal`);
+    return `${st.size}:${st.mtimeMs}`;
+  } catch {
+    return null;
+  }
+}
 
 /** Creates the mirror (its header) if missing; appends the rows it does not hold yet. */
 export async function syncMirror(file: string, header?: MirrorHeader): Promise<void> {
-  const state = syncs.get(file) ?? { running: null, doneAt: 0 };
+  const state = syncs.get(file) ?? { running: null, doneAt: 0, walStamp: null };
   syncs.set(file, state);
   if (state.running) return state.running;
   if (!header && Date.now() - state.doneAt < MIN_SYNC_GAP_MS) return;
+  const stamp = header ? null : await walStamp(file);
+  if (!header && stamp !== null && stamp === state.walStamp && Date.now() - state.doneAt < MAX_SKIP_MS) return;
   state.running = syncMirrorNow(file, header).finally(() => {
     state.running = null;
     state.doneAt = Date.now();
+    state.walStamp = stamp;
   });
   return state.running;
 }

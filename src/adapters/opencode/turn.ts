@@ -140,9 +140,12 @@ export class OpencodeTurnObserver implements TurnObserver {
         .filter((p) => p.type === 'tool')
         .map((p): ToolActivity => {
           const output = p.state?.output;
+          const input = p.state?.input as { command?: unknown } | undefined;
+          const shell = p.tool === 'bash';
           return {
-            kind: p.tool === 'bash' ? 'shell' : p.tool?.includes('_') ? 'mcp' : 'tool',
-            name: p.tool ?? 'tool',
+            kind: shell ? 'shell' : p.tool?.includes('_') ? 'mcp' : 'tool',
+            // A shell call is named by its command, as every adapter names it.
+            name: shell && typeof input?.command === 'string' ? input.command : (p.tool ?? 'tool'),
             input: p.state?.input,
             ...(typeof output === 'string' ? { output } : {}),
             ...(p.state?.status ? { status: p.state.status } : {}),
