@@ -315,6 +315,20 @@ describe('request log', () => {
     expect(server.turnRequests()).toHaveLength(before + 1);
   });
 
+  it("calls an MCP tool by OpenCode's name for it (<server>_<tool>)", async () => {
+    const res = await postJson(server.url + '/v1/chat/completions', {
+      model: 'scripted-model',
+      stream: false,
+      tools: [
+        { type: 'function', function: { name: 'bash', parameters: {} } },
+        { type: 'function', function: { name: 'calprobe_echo', parameters: {} } },
+      ],
+      messages: [{ role: 'user', content: 'Call it [[cal:mcp=calprobe.echo {"text":"hi"}]]' }],
+    });
+    expect(res.status).toBe(200);
+    expect(JSON.parse(res.text).choices[0].message.tool_calls[0].function).toMatchObject({ name: 'calprobe_echo', arguments: '{"text":"hi"}' });
+  });
+
   it('records dialect, session key, user messages, side flag and reply; JSONL mirrors it', async () => {
     const claudeMeta = { user_id: JSON.stringify({ device_id: 'd', account_uuid: '', session_id: '11111111-2222-3333-4444-555555555555' }) };
     await postJson(
