@@ -17,6 +17,7 @@ const cliAdapters: Partial<Record<ProviderName, () => Promise<CliAdapter>>> = {
   agy: async () => (await import('./agy/index.js')).agyAdapter,
   qwen: async () => (await import('./qwen/index.js')).qwenAdapter,
   copilot: async () => (await import('./copilot/index.js')).copilotAdapter,
+  opencode: async () => (await import('./opencode/index.js')).opencodeAdapter,
 };
 
 const apiAdapters: Partial<Record<ProviderName, () => Promise<ApiProviderAdapter>>> = {

@@ -72,6 +72,8 @@ export interface TranscriptBinding {
 
 export interface BindRequest {
   env: Record<string, string>;
+  /** The CLI the session runs, for an adapter that reads its store through the CLI itself (OpenCode). */
+  cli?: PinnedCli | null;
   config: SessionConfig;
   /** The id the launch chose, when the CLI lets us choose one. */
   sessionId: string | null;
@@ -251,6 +253,13 @@ export interface CliAdapter {
   launch(req: LaunchRequest): LaunchPlan;
   /** Find the transcript the CLI wrote for our first message; null while it is not there yet. */
   bindTranscript(req: BindRequest): Promise<TranscriptBinding | null>;
+  /**
+   * For a CLI whose own store is not an append-only JSONL file (OpenCode's SQLite database):
+   * appends to the transcript file `bindTranscript` named (a JSONL mirror cal keeps of that
+   * session's records) whatever the store holds that the mirror does not yet. The engine calls
+   * it before every read of the transcript. Unset: the transcript is the CLI's own file.
+   */
+  refreshTranscript?(transcriptPath: string): Promise<void>;
   /**
    * A fresh observer that recognises our message and the end of its turn. Records written
    * before `notBefore` (when given) are never taken for our message.

@@ -56,6 +56,24 @@ export async function clearDraft(req: TurnRequest, location: TmuxLocation): Prom
   return { pane: 'ready', box: true, cleared: true };
 }
 
+/**
+ * For a CLI whose launch cannot carry the message (OpenCode's resumed TUI ignores `--prompt`):
+ * waits until the freshly launched TUI draws its input box empty, so the paste lands in it and
+ * not in a terminal the TUI has not taken over yet. False when the pane died or no empty box
+ * showed within `timeoutMs`; the screen decides only when to paste, never the turn's outcome.
+ */
+export async function awaitEmptyBox(req: TurnRequest, location: TmuxLocation, timeoutMs: number): Promise<boolean> {
+  const control = req.adapter.draft;
+  if (!control) return true;
+  const tmux = req.tmux(location.socket);
+  for (const until = Date.now() + timeoutMs; Date.now() < until; await sleep(POLL_MS * 5)) {
+    const screen = await tmux.screen(location.paneId);
+    if (!screen) return false;
+    if (control.read(screen) === '') return true;
+  }
+  return false;
+}
+
 /** Rounds of the adapter's keys, each waited on until drawn, until the box reads empty. */
 async function emptyBox(req: TurnRequest, control: DraftControl, tmux: TmuxControl, paneId: string, from: PaneScreen): Promise<void> {
   let screen: PaneScreen | null = from;

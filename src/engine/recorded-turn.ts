@@ -34,11 +34,12 @@ export async function observeRecordedTurn(
   // yet bound is searched with a time bound (to tell it from older files).
   const observer = adapter.observeTurn(text, handle.transcript ? undefined : sentAt);
   if (!handle.transcript) {
-    const bound = await adapter.bindTranscript({ env, config, sessionId: handle.pendingSessionId, message: text, sentAt });
+    const bound = await adapter.bindTranscript({ cli: handle.cli, env, config, sessionId: handle.pendingSessionId, message: text, sentAt });
     if (bound) handle = { ...handle, nativeSessionId: bound.sessionId, pendingSessionId: null, transcript: { path: bound.path, offset: 0 } };
   }
   if (handle.signals) await feedSignals(handle.signals.path, handle.signals.offset, observer);
   if (handle.transcript) {
+    await adapter.refreshTranscript?.(handle.transcript.path);
     const fed = await feedTranscript(handle.transcript.path, handle.transcript.offset, observer);
     if (fed.ended) handle = { ...handle, transcript: { ...handle.transcript, offset: fed.offset } };
   }

@@ -179,13 +179,14 @@ export async function awaitStructuredTurn(req: TurnRequest, text: string, sentAt
     // Liveness first, the transcript after: a CLI that ends in between has written its end.
     const alive = proc !== null && processRuns(proc.pid, proc.startTime);
     if (!handle.transcript) {
-      const bound = await adapter.bindTranscript({ env: req.env, config: req.config, sessionId: handle.pendingSessionId, message: text, sentAt });
+      const bound = await adapter.bindTranscript({ cli: handle.cli, env: req.env, config: req.config, sessionId: handle.pendingSessionId, message: text, sentAt });
       if (bound) {
         handle = { ...handle, nativeSessionId: bound.sessionId, pendingSessionId: null, transcript: { path: bound.path, offset: 0 } };
         offset = 0;
       }
     }
     if (handle.transcript) {
+      await adapter.refreshTranscript?.(handle.transcript.path);
       const fed = await feedTranscript(handle.transcript.path, offset, observer);
       if (fed.truncated) throw new CalError('lost', `the transcript ${handle.transcript.path} was truncated or replaced while the turn ran`);
       offset = fed.offset;

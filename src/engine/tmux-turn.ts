@@ -4,7 +4,7 @@ import { CalError } from '../errors.js';
 import type { PinnedCli, ProviderHandle, TmuxLocation } from '../handles/schema.js';
 import { waitForChange } from '../transcripts/jsonl-tail.js';
 import { checkArgvSize, paneCommand } from './launch-script.js';
-import { checkLanded, clearDraft } from './draft.js';
+import { awaitEmptyBox, checkLanded, clearDraft } from './draft.js';
 import type { PreparedMessage } from './message.js';
 import { ownPane, PANE_TAG_ENV, samePane } from './tmux-control.js';
 import { feedSignals, feedTranscript } from './transcript-feed.js';
@@ -18,6 +18,8 @@ import type { EngineResult, TurnRequest } from './types.js';
  * happens is decided in decision.ts; completion and the answer come only from the transcript.
  */
 const POLL_MS = 250;
+/** How long a TUI whose launch cannot carry the message may take to draw its input box. */
+const LAUNCH_BOX_WAIT_MS = 90_000;
 const PANE_CHECK_MS = 500;
 /**
  * How often tmux itself is asked about a pane whose CLI process still runs. The pane runs the
@@ -83,7 +85,12 @@ export async function launchAndFollow(req: TurnRequest, msg: PreparedMessage, mo
   await hooks.onHandleChanged(handle, {
     added: { tmux: location, startedAt: new Date().toISOString(), endedAt: null, endReason: null, launch: mode },
   });
-  if (!plan.deliversMessage) await pasteAndSubmit(req, location, msg.typed, 'launched');
+  if (!plan.deliversMessage) {
+    if (!(await awaitEmptyBox(req, location, Math.min(req.timeoutMs, LAUNCH_BOX_WAIT_MS)))) {
+      throw new CalError('turn_failed', `${req.adapter.name} launched but showed no empty input box within ${Math.round(Math.min(req.timeoutMs, LAUNCH_BOX_WAIT_MS) / 1000)}s (it died or a dialog is open); nothing was pasted`);
+    }
+    await pasteAndSubmit(req, location, msg.typed, 'launched', req.adapter.draft !== undefined);
+  }
   await hooks.onSent?.();
   return follow({ ...req, handle }, msg.text, mode, sentAt, !plan.deliversMessage);
 }
@@ -187,6 +194,7 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
   const readAll = async (): Promise<boolean> => {
     if (handle.signals) signalOffset = await feedSignals(handle.signals.path, signalOffset, observer);
     if (!transcriptPath) return false;
+    await adapter.refreshTranscript?.(transcriptPath);
     const fed = await feedTranscript(transcriptPath, offset, observer, onRecord);
     if (fed.truncated) {
       throw new CalError('resume_unavailable', `the ${adapter.name} transcript ${transcriptPath} is shorter than what cal already read: it was replaced or truncated`);
@@ -235,7 +243,7 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
 
   for (;;) {
     if (!transcriptPath) {
-      const bound = await adapter.bindTranscript({ env: req.env, config: req.config, sessionId: handle.pendingSessionId, message: text, sentAt });
+      const bound = await adapter.bindTranscript({ cli: handle.cli, env: req.env, config: req.config, sessionId: handle.pendingSessionId, message: text, sentAt });
       if (bound) {
         transcriptPath = bound.path;
         offset = 0;

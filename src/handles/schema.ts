@@ -7,7 +7,7 @@ import { HANDLE_ID_PATTERN } from './id.js';
  */
 export const HANDLE_SCHEMA_VERSION = 1;
 
-export const providerNames = ['claude-code', 'codex', 'gemini', 'pi', 'cursor', 'agy', 'qwen', 'copilot', 'anthropic', 'openai'] as const;
+export const providerNames = ['claude-code', 'codex', 'gemini', 'pi', 'cursor', 'agy', 'qwen', 'copilot', 'opencode', 'anthropic', 'openai'] as const;
 export const ProviderName = z.enum(providerNames);
 export type ProviderName = z.infer<typeof ProviderName>;
 

@@ -36,7 +36,8 @@ export function shellArgs(tool: OfferedTool | null, command: string, defaultKey:
 
 /** Candidate flat names under which a CLI may expose MCP tool TOOL of server SERVER (GitHub Copilot CLI: `server-tool`). */
 export function mcpNameCandidates(server: string, tool: string): string[] {
-  return [`mcp__${server}__${tool}`, `mcp_${server}_${tool}`, `${server}__${tool}`, `${server}-${tool}`, tool];
+  // OpenCode: `<server>_<tool>`.
+  return [`mcp__${server}__${tool}`, `mcp_${server}_${tool}`, `${server}__${tool}`, `${server}-${tool}`, `${server}_${tool}`, tool];
 }
 
 /** Resolve an intent with a dialect's preferences; `shellNames[0]` and `mcpDefault` are used when nothing offered matches. */

@@ -48,6 +48,7 @@ const INSTALL: Partial<Record<ProviderName, string>> = {
   cursor: "Cursor's CLI installer (cursor-agent)",
   agy: "Google's Antigravity CLI installer (agy 1.1.8 or later)",
   qwen: 'npm install -g @qwen-code/qwen-code',
+  opencode: 'npm install -g opencode-ai',
 };
 
 async function probeProvider(provider: ProviderName, env: Record<string, string>): Promise<ProviderReport> {

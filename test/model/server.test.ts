@@ -291,6 +291,44 @@ describe('request log', () => {
     expect(server.turnRequests()).toHaveLength(before);
   });
 
+  it("OpenCode's title request (no tools, 'Generate a title for this conversation:' then the prompt) is a side request, not a turn", async () => {
+    const before = server.turnRequests().length;
+    const res = await postJson(server.url + '/v1/chat/completions', {
+      model: 'scripted-model',
+      stream: false,
+      messages: [
+        { role: 'system', content: 'You are a title generator. You output ONLY a thread title.' },
+        { role: 'user', content: 'Generate a title for this conversation:\n' },
+        { role: 'user', content: 'Remember the codeword KIWI.' },
+      ],
+    });
+    expect(res.status).toBe(200);
+    expect(server.requests().at(-1)).toMatchObject({ dialect: 'openai-chat', side: true });
+    expect(server.turnRequests()).toHaveLength(before);
+    // The same prompt as a turn (tools offered, no title instruction) stays a turn.
+    await postJson(server.url + '/v1/chat/completions', {
+      model: 'scripted-model',
+      stream: false,
+      tools: [{ type: 'function', function: { name: 'bash', parameters: {} } }],
+      messages: [{ role: 'user', content: 'Remember the codeword KIWI.' }],
+    });
+    expect(server.turnRequests()).toHaveLength(before + 1);
+  });
+
+  it("calls an MCP tool by OpenCode's name for it (<server>_<tool>)", async () => {
+    const res = await postJson(server.url + '/v1/chat/completions', {
+      model: 'scripted-model',
+      stream: false,
+      tools: [
+        { type: 'function', function: { name: 'bash', parameters: {} } },
+        { type: 'function', function: { name: 'calprobe_echo', parameters: {} } },
+      ],
+      messages: [{ role: 'user', content: 'Call it [[cal:mcp=calprobe.echo {"text":"hi"}]]' }],
+    });
+    expect(res.status).toBe(200);
+    expect(JSON.parse(res.text).choices[0].message.tool_calls[0].function).toMatchObject({ name: 'calprobe_echo', arguments: '{"text":"hi"}' });
+  });
+
   it('records dialect, session key, user messages, side flag and reply; JSONL mirrors it', async () => {
     const claudeMeta = { user_id: JSON.stringify({ device_id: 'd', account_uuid: '', session_id: '11111111-2222-3333-4444-555555555555' }) };
     await postJson(

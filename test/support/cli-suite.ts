@@ -5,6 +5,7 @@ import path from 'node:path';
 import { claudeCodeAdapter } from '../../src/adapters/claude-code/index.js';
 import { copilotAdapter } from '../../src/adapters/copilot/index.js';
 import { geminiAdapter } from '../../src/adapters/gemini/index.js';
+import { opencodeAdapter } from '../../src/adapters/opencode/index.js';
 import { qwenAdapter } from '../../src/adapters/qwen/index.js';
 import { tmuxSocketFor } from '../../src/engine/tmux-socket.js';
 import { startModelServer, type ModelServer } from '../../src/model/server.js';
@@ -15,7 +16,7 @@ import { writePiAgentDir } from './model-homes.js';
 import { removeScratch } from './scratch.js';
 
 /** The CLIs a suite can drive. */
-export type SuiteProvider = 'claude-code' | 'codex' | 'pi' | 'gemini' | 'qwen' | 'copilot';
+export type SuiteProvider = 'claude-code' | 'codex' | 'pi' | 'gemini' | 'qwen' | 'copilot' | 'opencode';
 
 /** The pinned binary (test/support/clis.ts) of each provider. */
 export const pinnedName: Record<SuiteProvider, PinnedCliName> = pinnedCliOf;
@@ -64,6 +65,10 @@ const homes: Record<SuiteProvider, (root: string, modelUrl: string, base: Record
   async copilot(root, modelUrl, base) {
     const env = await copilotAdapter.scriptedModelEnv(root, modelUrl, { ...base, COPILOT_PKG_CACHE_HOME: copilotPackageCache });
     return { env, configDir: env.COPILOT_HOME! };
+  },
+  async opencode(root, modelUrl, base) {
+    const env = await opencodeAdapter.scriptedModelEnv(root, modelUrl, base);
+    return { env, configDir: path.join(env.XDG_DATA_HOME!, 'opencode') };
   },
 };
 

@@ -13,12 +13,13 @@ export const pinnedCli = {
   pi: { bin: 'pi', version: '1.6.0' },
   qwen: { bin: 'qwen', version: '0.24.4' },
   copilot: { bin: 'copilot', version: '1.0.102' },
+  opencode: { bin: 'opencode', version: '1.18.33' },
 } as const;
 
 export type PinnedCliName = keyof typeof pinnedCli;
 
 /** Each provider's pinned CLI, by its name in pinnedCli. */
-export const pinnedCliOf = { 'claude-code': 'claude', codex: 'codex', pi: 'pi', gemini: 'gemini', qwen: 'qwen', copilot: 'copilot' } as const satisfies Record<string, PinnedCliName>;
+export const pinnedCliOf = { 'claude-code': 'claude', codex: 'codex', pi: 'pi', gemini: 'gemini', qwen: 'qwen', copilot: 'copilot', opencode: 'opencode' } as const satisfies Record<string, PinnedCliName>;
 
 /** Path of a pinned CLI binary installed by `npm ci`; throws if it is missing so tests fail loudly. */
 export function cliBin(name: PinnedCliName): string {

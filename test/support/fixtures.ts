@@ -16,6 +16,7 @@ export const recordedVersion = {
   pi: '0.73.1',
   qwen: '0.24.4',
   copilot: '1.0.102',
+  opencode: '1.18.33',
 } as const;
 
 export type RecordedCli = keyof typeof recordedVersion;

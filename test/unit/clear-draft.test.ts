@@ -58,7 +58,7 @@ describe('a draft in a live pane', () => {
 
   it('every CLI that takes pastes reads its box and declares keys that clear it; none submits, interrupts or quits', async () => {
     const pasting = (await loadRegisteredAdapters()).filter((a) => a.capabilities.tmuxContinuation);
-    expect(pasting.map((a) => a.name).sort()).toEqual(['claude-code', 'codex', 'copilot', 'gemini', 'pi', 'qwen'].sort());
+    expect(pasting.map((a) => a.name).sort()).toEqual(['claude-code', 'codex', 'copilot', 'gemini', 'pi', 'qwen', 'opencode'].sort());
     for (const adapter of pasting) {
       expect(adapter.draft?.keys, adapter.name).toContain('C-u');
       for (const key of adapter.draft?.keys ?? []) expect(['Enter', 'C-m', 'C-j', 'Escape', 'C-c', 'C-d'], adapter.name).not.toContain(key);

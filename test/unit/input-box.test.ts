@@ -5,6 +5,7 @@ import { claudeCodeAdapter } from '../../src/adapters/claude-code/index.js';
 import { codexAdapter } from '../../src/adapters/codex/index.js';
 import { copilotAdapter } from '../../src/adapters/copilot/index.js';
 import { geminiAdapter } from '../../src/adapters/gemini/index.js';
+import { opencodeAdapter } from '../../src/adapters/opencode/index.js';
 import { piAdapter } from '../../src/adapters/pi/index.js';
 import type { CliAdapter } from '../../src/adapters/types.js';
 import { isRule, plainText, typedText } from '../../src/tmux/screen.js';
@@ -15,7 +16,7 @@ import { fixturesDir } from '../support/fixtures.js';
  * clear a draft before a paste, never for an answer). Driven by screens recorded from the real
  * CLIs of every release of the version matrix (fixtures/screens/<cli>-<version>-input-box.json).
  */
-const adapters: Record<string, CliAdapter> = { 'claude-code': claudeCodeAdapter, codex: codexAdapter, copilot: copilotAdapter, gemini: geminiAdapter, pi: piAdapter };
+const adapters: Record<string, CliAdapter> = { 'claude-code': claudeCodeAdapter, codex: codexAdapter, copilot: copilotAdapter, gemini: geminiAdapter, pi: piAdapter, opencode: opencodeAdapter };
 const LONG = Array.from({ length: 20 }, (_, i) => `draftword${i % 10}`).join('');
 
 const recorded = readdirSync(path.join(fixturesDir, 'screens')).filter((f) => f.endsWith('-input-box.json'));

@@ -20,7 +20,7 @@ describe('cal model env', () => {
     const base = { HOME: '/home/u', PATH: '/usr/bin:/bin', GEMINI_API_KEY: 'junk', OPENAI_API_KEY: 'junk', ANTHROPIC_API_KEY: 'junk', GOOGLE_API_KEY: 'junk' };
     const env = await scriptedShellEnv(path.join(dir, 'model-env'), 'http://127.0.0.1:4100', base);
     const set = Object.fromEntries(env.set);
-    expect(env.providers).toEqual(['claude-code', 'codex', 'gemini', 'pi', 'qwen', 'copilot']);
+    expect(env.providers).toEqual(['claude-code', 'codex', 'gemini', 'pi', 'qwen', 'copilot', 'opencode']);
     expect(set.HOME).toBeUndefined();
     expect(env.unset).toEqual(['ANTHROPIC_API_KEY', 'GOOGLE_API_KEY']);
     expect(set.ANTHROPIC_BASE_URL).toBe('http://127.0.0.1:4100');
@@ -41,6 +41,10 @@ describe('cal model env', () => {
     expect(set).toMatchObject({ COPILOT_PROVIDER_BASE_URL: 'http://127.0.0.1:4100/v1', COPILOT_PROVIDER_TYPE: 'openai', COPILOT_MODEL: 'scripted-model', COPILOT_OFFLINE: 'true' });
     expect(existsSync(path.join(set.COPILOT_HOME as string, '.cal-managed-home'))).toBe(true);
     expect(set.COPILOT_PKG_CACHE_HOME).toBeUndefined();
+    // OpenCode: its own config file (HOME and the XDG folders stay) with one provider at the URL, no catalogue download.
+    expect(JSON.parse(readFileSync(set.OPENCODE_CONFIG as string, 'utf8')).provider.scripted.options.baseURL).toBe('http://127.0.0.1:4100/v1');
+    expect(set.OPENCODE_DISABLE_MODELS_FETCH).toBe('1');
+    expect(set.XDG_DATA_HOME).toBeUndefined();
     // The CLIs pinned beside cal are found even when PATH has none of them.
     expect(set.PATH).toBe(`${path.join(dir, 'model-env', 'bin')}:/usr/bin:/bin`);
     expect(existsSync(path.join(dir, 'model-env', 'bin', 'pi'))).toBe(true);

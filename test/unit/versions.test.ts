@@ -78,6 +78,7 @@ describe('supported versions', () => {
       gemini: pinnedCli.gemini.version,
       qwen: pinnedCli.qwen.version,
       copilot: pinnedCli.copilot.version,
+      opencode: pinnedCli.opencode.version,
     };
     // (Cursor and Agy cannot run here: their releases are placed by the user's live certification.)
     for (const adapter of [...(await loadRegisteredAdapters()), geminiAdapter].filter((a) => !a.liveCertificationOnly)) {

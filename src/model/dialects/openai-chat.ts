@@ -1,4 +1,4 @@
-/** OpenAI Chat Completions (`POST /v1/chat/completions`), as used by Pi and Qwen Code. */
+/** OpenAI Chat Completions (`POST /v1/chat/completions`), as used by Pi, Qwen Code and OpenCode. */
 import { sseData, splitText, userOwnText } from '../text.js';
 import { resolveWith } from '../tools.js';
 import {
@@ -83,6 +83,16 @@ function parseTools(tools: unknown): OfferedTool[] {
   });
 }
 
+/**
+ * OpenCode's title request (measured on 1.18.33): on a session's first turn it asks, with no
+ * tools, "Generate a title for this conversation:" as one user message and the user's prompt as
+ * the next. A side request, never the user's turn (its prompt is already in that turn's request).
+ */
+function isTitleRequest(items: ConversationItem[], tools: OfferedTool[]): boolean {
+  if (tools.length > 0) return false;
+  return items.some((i) => i.kind === 'user' && /^\s*generate a title for this conversation\b/i.test(i.text));
+}
+
 export const openaiChat: DialectModule = {
   dialect: 'openai-chat',
 
@@ -107,6 +117,7 @@ export const openaiChat: DialectModule = {
       inputChars: chars,
       includeUsage: streamOptions.include_usage === true,
     };
+    if (isTitleRequest(items, req.tools)) req.side = 'title';
     if (format && (format.type === 'json_schema' || format.type === 'json_object')) {
       req.side = 'json';
       req.jsonSchema = isObj(format.json_schema) ? format.json_schema.schema : undefined;

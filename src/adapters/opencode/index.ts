@@ -1,0 +1,120 @@
+import { CalError } from '../../errors.js';
+import type { PinnedCli, ToolPolicy } from '../../handles/schema.js';
+import { findExecutable, pinCli } from '../resolve.js';
+import { pinSupported, type SupportedVersions } from '../versions.js';
+import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, ScriptedEnvOptions, SessionConfig, TranscriptBinding } from '../types.js';
+import { OPENCODE_QUIET_ENV, scriptedOpencodeEnv } from './home.js';
+import { readOpencodeInputBox } from './input-box.js';
+import { opencodeMcpServers, sessionFlags, TOOL_POLICIES } from './launch.js';
+import { mirrorPath, recentSessions, sessionRows, storeEnv, syncMirror } from './store.js';
+import { opencodeStructured } from './structured.js';
+import { normaliseForMatch, OpencodeTurnObserver, parseRow, userText } from './turn.js';
+
+/**
+ * OpenCode (`opencode-ai`, binary `opencode`, a Bun-compiled native binary), measured on 1.18.33
+ * (docs/opencode.md; research: opencode-copilot-qwen-pi1.md).
+ *
+ * OpenCode names its sessions itself (`ses_…`): a fresh TUI gets the message with `--prompt`
+ * (it submits it once ready), and cal binds the session whose user message holds it, created in
+ * this working directory since the send. A resume is `opencode -s <id> --prompt <msg>`. The answer
+ * and the end come from OpenCode's SQLite store, read through the CLI's own `opencode db` into a
+ * JSONL mirror cal keeps (store.ts, turn.ts), never from the screen. The stability fields map to
+ * flags and to `OPENCODE_CONFIG_CONTENT` (launch.ts), so nothing is written into the user's own
+ * OpenCode config. OpenCode opens no dialog at start; the homes cal makes for its scripted model
+ * turn off the update check and the model catalogue download (home.ts).
+ *
+ * Structured transport: `opencode run --format json` (structured.ts, docs/opencode.md says why).
+ */
+export const opencodeVersions: SupportedVersions = { floor: '1.18.33', certified: '1.18.33' };
+
+function storeEnvOf(env: Record<string, string>): Record<string, string> {
+  return storeEnv({ ...env, ...OPENCODE_QUIET_ENV });
+}
+
+/**
+ * The session created in this working directory at or after `sentAt` whose user message holds
+ * `message`, mirrored (store.ts); null while OpenCode has not recorded it yet.
+ */
+async function findSession(cli: PinnedCli, env: Record<string, string>, cwd: string, message: string, sentAt: Date): Promise<TranscriptBinding | null> {
+  const quietEnv = storeEnvOf(env);
+  const needle = normaliseForMatch(message);
+  for (const sessionId of await recentSessions(cli.realPath, quietEnv, cwd, sentAt.getTime() - 2000)) {
+    const rows = (await sessionRows(cli.realPath, quietEnv, sessionId)).flatMap((r) => {
+      const parsed = parseRow(r);
+      return parsed ? [parsed] : [];
+    });
+    const users = rows.filter((r) => r.message?.role === 'user').map((r) => r.row.id);
+    const holds = users.some((id) => normaliseForMatch(userText(rows.filter((r) => r.part && r.row.messageId === id).map((r) => r.part!))).includes(needle));
+    if (!holds) continue;
+    const file = mirrorPath(quietEnv, sessionId);
+    await syncMirror(file, { kind: 'opencode-mirror', sessionId, executable: cli.realPath, env: quietEnv });
+    return { path: file, sessionId };
+  }
+  return null;
+}
+
+export const opencodeAdapter: CliAdapter = {
+  name: 'opencode',
+  executable: 'opencode',
+  capabilities: {
+    tmuxContinuation: true,
+    nativeResumeInTmux: true,
+    structuredTransport: true,
+    apiOnly: false,
+    // Sessions belong to the project of the folder they were started in.
+    needsStableWorkingDir: true,
+  },
+  toolPolicies: [...TOOL_POLICIES] as ToolPolicy[],
+  envNames: ['HOME', 'XDG_DATA_HOME', 'XDG_CONFIG_HOME', 'OPENCODE_CONFIG', 'OPENCODE_CONFIG_CONTENT', 'OPENCODE_DB'],
+  versions: opencodeVersions,
+
+  async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
+    const found = findExecutable('opencode', cliPath, env);
+    return pinSupported('OpenCode', await pinCli(found, env), opencodeVersions);
+  },
+
+  async prepare(_env: Record<string, string>, config: SessionConfig): Promise<void> {
+    if (!(TOOL_POLICIES as readonly string[]).includes(config.toolPolicy)) {
+      throw new CalError('usage', `opencode: tool policy ${config.toolPolicy} has no OpenCode equivalent (known: ${TOOL_POLICIES.join(', ')})`);
+    }
+    // Read now, so a bad file is a usage error before anything is sent, not a failure in a pane.
+    if (config.mcpConfigPath) opencodeMcpServers(config.mcpConfigPath);
+  },
+
+  launch(req: LaunchRequest): LaunchPlan {
+    const flags = sessionFlags(req);
+    if (req.mode === 'resume') {
+      if (!req.sessionId) throw new CalError('internal', 'opencode resume without a session id');
+      // A resumed TUI ignores `--prompt` (measured on 1.18.33: the box stays empty), so the
+      // engine pastes the message once the TUI drew its empty input box.
+      return { argv: [req.cli.realPath, ...flags.argv, '--session', req.sessionId], env: flags.env, cwd: req.config.cwd, deliversMessage: false, sessionId: req.sessionId };
+    }
+    // A fresh TUI submits `--prompt` once ready; the `=` form keeps a message that starts with
+    // '-' from being read as a flag.
+    return { argv: [req.cli.realPath, ...flags.argv, `--prompt=${req.message}`], env: flags.env, cwd: req.config.cwd, deliversMessage: true, sessionId: null };
+  },
+
+  async bindTranscript(req: BindRequest): Promise<TranscriptBinding | null> {
+    if (!req.cli) throw new CalError('internal', 'binding an OpenCode session needs the pinned CLI (its store is read through it)');
+    return findSession(req.cli, req.env, req.config.cwd, req.message, req.sentAt);
+  },
+
+  refreshTranscript(transcriptPath: string): Promise<void> {
+    return syncMirror(transcriptPath);
+  },
+
+  observeTurn(message: string, notBefore?: Date) {
+    return new OpencodeTurnObserver(message, notBefore);
+  },
+
+  draft: { read: readOpencodeInputBox, keys: ['C-e', 'C-u'] },
+  pasteText(message: string): string {
+    return message;
+  },
+
+  structured: opencodeStructured,
+
+  scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>, opts?: ScriptedEnvOptions): Promise<Record<string, string>> {
+    return scriptedOpencodeEnv(dir, modelUrl, env, opts?.keepHome ?? false);
+  },
+};

@@ -1,0 +1,31 @@
+import { plainText, typedText, type PaneScreen } from '../../tmux/screen.js';
+
+/**
+ * OpenCode's input box (measured on 1.18.33, docs/drafts.md): rows opening with `  ┃` on a
+ * background of its own, closed by a row `  ╹▀▀▀…`. Inside: a blank row, the typed text (one row
+ * a line), a blank row, and the agent and model row (`Build · model …`). The prompts of the
+ * history above are drawn with the same `┃` on another background (233, the box's is 234), so
+ * the box is the run of `┃` rows on the box's background right above its closing row. A
+ * placeholder (the home screen's suggestion) is drawn in grey 8.
+ */
+const SIDE = /^ {2}┃/;
+const BOTTOM = /^ {2}╹▀/;
+// eslint-disable-next-line no-control-regex
+const BOX_BG = /\x1b\[(?:[0-9;]*;)?48;5;234[;m]/;
+const PLACEHOLDER_FG = ['38;5;8'];
+
+function onBoxBackground(line: string): boolean {
+  return BOX_BG.test(line);
+}
+
+export function readOpencodeInputBox(screen: PaneScreen): string | null {
+  let bottom = screen.lines.length - 1;
+  while (bottom >= 0 && !BOTTOM.test(plainText(screen.lines[bottom] as string))) bottom--;
+  if (bottom < 0) return null;
+  let top = bottom;
+  while (top > 0 && SIDE.test(plainText(screen.lines[top - 1] as string)) && onBoxBackground(screen.lines[top - 1] as string)) top--;
+  // A blank row, at least one text row, a blank row and the agent row.
+  if (bottom - top < 4) return null;
+  const row = screen.lines[top + 1] as string;
+  return typedText(row, PLACEHOLDER_FG).replace(SIDE, '').trim();
+}
