@@ -23,6 +23,7 @@ const modelWiring: Record<SuiteProvider, (suite: CliSuite) => Promise<string>> =
   gemini: async (suite) => suite.env.GOOGLE_GEMINI_BASE_URL!,
   qwen: async (suite) => suite.env.OPENAI_BASE_URL!,
   copilot: async (suite) => suite.env.COPILOT_PROVIDER_BASE_URL!,
+  opencode: (suite) => fs.readFile(suite.env.OPENCODE_CONFIG!, 'utf8'),
 };
 
 describe('cliSuite', () => {
