@@ -261,10 +261,11 @@ export const geminiAdapter: CliAdapter = {
   },
 
   /**
-   * The input is the last row opening with `>`, its placeholder in grey after the cursor; one
-   * Ctrl-U empties it (docs/drafts.md).
+   * The input is the last row opening with `>` (`*` in YOLO mode, which the bypass policy
+   * starts; `!` is shell mode, no box cal pastes into), its placeholder in grey after the
+   * cursor; one Ctrl-U empties it (docs/drafts.md).
    */
-  draft: { read: lastMarkedRow(/^ ?> /, { fg: ['38;5;248'], text: /^Type your message or @path\/to\/file$/ }), keys: ['End', 'C-u'] },
+  draft: { read: lastMarkedRow(/^ ?[>*] /, { fg: ['38;5;248'], text: /^Type your message or @path\/to\/file$/ }), keys: ['End', 'C-u'] },
   pasteText(message: string): string {
     // A leading '!' (shell mode) is a key press on an empty prompt: after a space it is text
     // (measured on 0.61.0, pasted and through -i alike).

@@ -1,8 +1,11 @@
 import { plainText, type PaneScreen } from '../../tmux/screen.js';
 import { lastMarkedRow } from '../input-box.js';
 
-/** Qwen's prompt marker: the box's row opens with `> ` (earlier prompts are drawn indented). */
-const MARKER = /^ ?> /;
+/**
+ * Qwen's prompt marker: the box's row opens with `> `, or `* ` in YOLO mode (the bypass policy);
+ * earlier prompts are drawn indented.
+ */
+const MARKER = /^ ?[>*] /;
 /** Gemini CLI's box, which Qwen Code keeps: the placeholder drawn in grey 103. */
 const markedRow = lastMarkedRow(MARKER, { fg: ['38;5;103'], text: /^Type your message or @path\/to\/file$/ });
 
