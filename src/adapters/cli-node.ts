@@ -13,6 +13,21 @@ import { z } from 'zod';
 
 const PackageEngines = z.object({ name: z.string().optional(), engines: z.object({ node: z.string().optional() }).optional() });
 
+/** True when the file starts like a script (`#!`), not like a native executable. */
+export function isScript(file: string): boolean {
+  let fd: number | null = null;
+  try {
+    fd = openSync(file, 'r');
+    const buf = Buffer.alloc(2);
+    readSync(fd, buf, 0, 2, 0);
+    return buf.toString('latin1') === '#!';
+  } catch {
+    return false;
+  } finally {
+    if (fd !== null) closeSync(fd);
+  }
+}
+
 /** The lowest Node a plain `>=X.Y.Z` range admits, or null for a range cal does not place. */
 export function engineFloor(range: string): string | null {
   const m = /^\s*>=\s*v?(\d+(?:\.\d+){0,2})\s*$/.exec(range);

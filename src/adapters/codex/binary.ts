@@ -1,7 +1,8 @@
-import { existsSync, openSync, readSync, closeSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { CalError } from '../../errors.js';
+import { isScript } from '../cli-node.js';
 
 /**
  * The npm package `@openai/codex` installs `bin/codex.js`, a node wrapper that execs a native
@@ -21,21 +22,6 @@ const PLATFORM_PACKAGES: Record<string, { triple: string; pkg: string }> = {
 
 function platformEntry(): { triple: string; pkg: string } | null {
   return PLATFORM_PACKAGES[`${process.platform}-${process.arch}`] ?? null;
-}
-
-/** True when the file starts like a script (`#!`), not like a native executable. */
-export function isScript(file: string): boolean {
-  let fd: number | null = null;
-  try {
-    fd = openSync(file, 'r');
-    const buf = Buffer.alloc(2);
-    readSync(fd, buf, 0, 2, 0);
-    return buf.toString('latin1') === '#!';
-  } catch {
-    return false;
-  } finally {
-    if (fd !== null) closeSync(fd);
-  }
 }
 
 function packageName(dir: string): string | null {

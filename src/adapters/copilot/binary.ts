@@ -1,8 +1,9 @@
-import { closeSync, existsSync, openSync, readFileSync, readSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { z } from '../../util/zod.js';
 import { readVersion } from '../resolve.js';
+import { isScript } from '../cli-node.js';
 
 /**
  * The npm package `@github/copilot` installs `npm-loader.js`, a node wrapper that runs the
@@ -14,21 +15,6 @@ function platformPackages(): string[] {
   const arch = process.arch;
   if (process.platform === 'linux') return [`@github/copilot-linux-${arch}`, `@github/copilot-linuxmusl-${arch}`];
   return [`@github/copilot-${process.platform}-${arch}`];
-}
-
-/** True when the file starts like a script (`#!`), not like a native executable. */
-function isScript(file: string): boolean {
-  let fd: number | null = null;
-  try {
-    fd = openSync(file, 'r');
-    const buf = Buffer.alloc(2);
-    readSync(fd, buf, 0, 2, 0);
-    return buf.toString('latin1') === '#!';
-  } catch {
-    return false;
-  } finally {
-    if (fd !== null) closeSync(fd);
-  }
 }
 
 const PackageJson = z.object({ name: z.string(), version: z.string() }).passthrough();
