@@ -7,7 +7,7 @@
 // The CLI is test/fakes/cursor-agent.mjs (structured, no model wait), so the figure is cal's and
 // the fleet's own time, not a model's.
 //
-//   npm run build && node bench/fleet-overhead.mjs       (BENCH_TURNS=15; BENCH_OUT=<file> writes the table)
+//   npm run build && node bench/fleet-overhead.mjs       (BENCH_TURNS=15; writes docs/performance-fleet.md, or BENCH_OUT=<file>)
 import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import net from 'node:net';
@@ -116,9 +116,11 @@ try {
   await fs.rm(dir, { recursive: true, force: true });
 }
 const misses = report.print();
-if (process.env.BENCH_OUT) {
+// Its results land in docs/performance-fleet.md (BENCH_OUT to write elsewhere).
+{
+  const out = process.env.BENCH_OUT ?? path.join(root, 'docs', 'performance-fleet.md');
   const cpus = os.cpus();
   const machine = `${cpus.length} cores (${cpus[0]?.model ?? '?'}), ${os.platform()} ${os.release()}, node ${process.version}`;
-  await fs.writeFile(process.env.BENCH_OUT, report.markdown({ date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC', machine, nodeStartupMs: NaN, command: 'node bench/fleet-overhead.mjs' }));
+  await fs.writeFile(out, report.markdown({ date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC', machine, nodeStartupMs: NaN, command: 'node bench/fleet-overhead.mjs' }));
 }
 process.exit(misses === 0 ? 0 : 1);

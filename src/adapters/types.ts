@@ -313,7 +313,8 @@ export interface CliAdapter {
   readonly afterFailKeys?: string[];
   /**
    * The key a person presses at the pane to interrupt a running turn (tmux key names), for a TUI
-   * that Escape does not interrupt (GitHub Copilot CLI: Ctrl-C). Unset: Escape.
+   * that Escape does not interrupt (GitHub Copilot CLI: Ctrl-C; OpenCode: Escape twice). Unset:
+   * Escape. Pressed one at a time, INTERRUPT_KEY_GAP_MS apart.
    */
   readonly interruptKeys?: readonly string[];
   structured?: StructuredTransport;
@@ -344,3 +345,6 @@ export interface DraftControl {
    */
   readonly keys: readonly string[];
 }
+
+/** Between the keys of a CLI's interrupt: two Escapes in one write read as Alt+Escape. */
+export const INTERRUPT_KEY_GAP_MS = 200;

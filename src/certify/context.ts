@@ -7,7 +7,7 @@ import { feedJsonLines } from '../util/json-lines.js';
 import { z } from '../util/zod.js';
 import { execa } from 'execa';
 import { loadCliAdapter } from '../adapters/registry.js';
-import type { Capabilities } from '../adapters/types.js';
+import { INTERRUPT_KEY_GAP_MS, type Capabilities } from '../adapters/types.js';
 import type { PinnedCli, ProviderName, Transport } from '../handles/schema.js';
 import { startModelServer, type ModelRequestLogEntry, type ModelServer } from '../model/server.js';
 import { AgentSessions, type TurnResult } from '../sessions/agent-sessions.js';
@@ -338,7 +338,10 @@ export class ScenarioContext {
   /** Interrupts the running turn as a user at the pane would: Escape, or the CLI's own interrupt key. */
   async interrupt(ref: string): Promise<void> {
     const adapter = await loadCliAdapter(this.provider);
-    await this.pressKeys(ref, [...(adapter.interruptKeys ?? ['Escape'])]);
+    for (const [i, key] of (adapter.interruptKeys ?? ['Escape']).entries()) {
+      if (i > 0) await new Promise((r) => setTimeout(r, INTERRUPT_KEY_GAP_MS));
+      await this.pressKeys(ref, [key]);
+    }
   }
 
   /** Presses keys in the session's pane, as a user at the terminal would. */

@@ -1,5 +1,5 @@
 import { randomBytes } from '../util/random.js';
-import type { TurnObserver } from '../adapters/types.js';
+import { INTERRUPT_KEY_GAP_MS, type TurnObserver } from '../adapters/types.js';
 import { CalError } from '../errors.js';
 import type { PinnedCli, ProviderHandle, TmuxLocation } from '../handles/schema.js';
 import { waitForChange } from '../transcripts/jsonl-tail.js';
@@ -333,7 +333,12 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
       // it record the interrupt, so the turn is settled from the transcript.
       cancelledAt = Date.now();
       quietAtCancel = observer.partialAnswer === '' && observer.tools.length === 0;
-      await tmux.sendKeys(location.paneId, [...(adapter.interruptKeys ?? ['Escape'])]);
+      // One key at a time, a moment apart: OpenCode wants Escape twice, and two Escapes in one
+      // write read as Alt+Escape.
+      for (const [i, key] of (adapter.interruptKeys ?? ['Escape']).entries()) {
+        if (i > 0) await new Promise((r) => setTimeout(r, INTERRUPT_KEY_GAP_MS));
+        await tmux.sendKeys(location.paneId, [key]);
+      }
     }
     const grace = quietAtCancel && cancelledAt !== null && lastRecordAt < cancelledAt ? QUIET_CANCEL_GRACE_MS : CANCEL_GRACE_MS;
     if (cancelledAt !== null && Date.now() - cancelledAt > grace) {

@@ -108,6 +108,9 @@ export const opencodeAdapter: CliAdapter = {
   },
 
   draft: { read: readOpencodeInputBox, keys: ['C-e', 'C-u'] },
+  // One Escape only arms the interrupt ("again to interrupt"); a second within 5 s aborts the
+  // session's run (its bundle: the interrupt count reset after 5000 ms, abort at 2).
+  interruptKeys: ['Escape', 'Escape'],
   pasteText(message: string): string {
     return message;
   },
