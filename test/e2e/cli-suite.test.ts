@@ -5,7 +5,7 @@ import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import { scratchDir } from '../support/cal.js';
 import { cliSuite, pinnedName, type CliSuite, type SuiteProvider } from '../support/cli-suite.js';
-import { cliBin } from '../support/clis.js';
+import { cliBin, copilotPackageCache } from '../support/clis.js';
 import { removeScratch } from '../support/scratch.js';
 
 /**
@@ -38,8 +38,11 @@ describe('cliSuite', () => {
       expect(await modelWiring[provider](suite)).toContain(suite.server.url);
       expect(path.join(suite.env.PATH!.split(':')[0]!, path.basename(cliBin(pinnedName[provider])))).toBe(cliBin(pinnedName[provider]));
       // Only what the suite set: nothing else of the caller's environment (its HOME, its keys).
+      // Copilot's unpacked native binary is cached once for the repository (.tmp/copilot-pkg-cache):
+      // the suite sets that folder itself, and CI exports the same one for everything it runs.
+      if (provider === 'copilot') expect(suite.env.COPILOT_PKG_CACHE_HOME).toBe(copilotPackageCache);
       for (const [name, value] of Object.entries(process.env)) {
-        if (!['PATH', 'LANG', 'TERM'].includes(name)) expect(suite.env[name], name).not.toBe(value);
+        if (!['PATH', 'LANG', 'TERM', 'COPILOT_PKG_CACHE_HOME'].includes(name)) expect(suite.env[name], name).not.toBe(value);
       }
       if (provider === 'claude-code') expect(suite.env.DISABLE_AUTOUPDATER).toBe('1');
     } finally {
