@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseEnv, runCal, scratchDir, type CalRun } from '../support/cal.js';
 import { calBin } from '../support/clis.js';
 import { startRedis, startWorker, stopChild, until, workerDirs, type RedisServer, type WorkerProcess } from '../support/fleet.js';
-import { fakeCli, readLog } from '../support/structured-fakes.js';
+import { fakeCli, timesSent } from '../support/structured-fakes.js';
 
 /**
  * What runs while a turn runs, through the fleet (docs/fleet.md): `cal events --follow`, detached
@@ -23,7 +23,7 @@ describe('following, detaching and cancelling through the fleet', () => {
   let work: string;
 
   const cal = (args: string[]): Promise<CalRun> => runCal(['--fleet', redis.url, ...args], { env: clientEnv, timeoutMs: 90_000 });
-  const sent = async (text: string) => (await readLog(log)).filter((r) => r.argv?.includes('-p') && r.argv.at(-1) === text).length;
+  const sent = (text: string) => timesSent(log, text);
   const active = () => Number(execFileSync('redis-cli', ['-p', String(redis.port), 'llen', 'bull:cal-host-m1:active'], { encoding: 'utf8' }).trim());
   /** A cal child process (not awaited): its stdout lines so far, and its exit. */
   const spawnCal = (args: string[]) => {

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseEnv, runCal, scratchDir, type CalRun } from '../support/cal.js';
 import { startRedis, startWorker, stopChild, until, workerDirs, type RedisServer, type WorkerProcess } from '../support/fleet.js';
-import { fakeCli, readLog } from '../support/structured-fakes.js';
+import { fakeCli, timesSent } from '../support/structured-fakes.js';
 
 /**
  * The fleet (docs/fleet.md, "Faults") across a Redis restart: redis-server with its append-only
@@ -23,7 +23,7 @@ describe('a fleet whose Redis restarts (with persistence) while turns run', () =
 
   const cal = (args: string[]): Promise<CalRun> => runCal(['--fleet', redis.url, ...args], { env: clientEnv, timeoutMs: 120_000 });
   const start = (message: string, ...more: string[]) => cal(['start', '--provider', 'cursor', '--cwd', work, '--json', ...more, message]);
-  const sent = async (text: string) => (await readLog(log)).filter((r) => r.argv?.includes('-p') && r.argv.at(-1) === text).length;
+  const sent = (text: string) => timesSent(log, text);
 
   beforeAll(async () => {
     root = realpathSync(await scratchDir('fleet-redis-restart'));

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSessions } from '../../src/index.js';
 import { baseEnv, runCal, scratchDir, type CalRun } from '../support/cal.js';
 import { startRedis, startWorker, stopChild, until, workerDirs, type RedisServer, type WorkerProcess } from '../support/fleet.js';
-import { fakeCli, readLog } from '../support/structured-fakes.js';
+import { fakeCli, timesSent } from '../support/structured-fakes.js';
 
 /**
  * The fleet (docs/fleet.md) on a real redis-server and real BullMQ, three `cal worker` child
@@ -31,7 +31,7 @@ describe('a fleet of three workers on a real Redis', () => {
   };
   const cal = (args: string[]): Promise<CalRun> => runCal(['--fleet', redis.url, ...args], { env: clientEnv });
   const start = (message: string, ...more: string[]) => cal(['start', '--provider', 'cursor', '--cwd', work, '--json', ...more, message]);
-  const turnsSent = async (text: string) => (await readLog(log)).filter((r) => r.argv?.includes('-p') && r.argv.at(-1) === text).length;
+  const turnsSent = (text: string) => timesSent(log, text);
 
   beforeAll(async () => {
     root = realpathSync(await scratchDir('fleet'));

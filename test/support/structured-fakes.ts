@@ -18,6 +18,11 @@ export async function readLog(file: string): Promise<any[]> {
   return text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
 }
 
+/** How many runs of a stand-in (`-p`, the message last) its log shows for this message. */
+export async function timesSent(log: string, text: string): Promise<number> {
+  return (await readLog(log)).filter((r) => r.argv?.includes('-p') && r.argv.at(-1) === text).length;
+}
+
 /** Every file under a folder, with its contents (to look for a secret anywhere in cal's state). */
 export async function allFiles(dir: string): Promise<Array<{ file: string; text: string }>> {
   const out: Array<{ file: string; text: string }> = [];
