@@ -61,7 +61,8 @@ export async function runStructuredTurn(req: TurnRequest, text: string): Promise
       // Fire and forget: the event log is written in order, and the turn does not wait on it.
       onRetry: (retry) => void hooks.emit('retrying', { attempt: retry.attempt, maxRetries: retry.maxRetries, delayMs: retry.delayMs, errorStatus: retry.errorStatus }).catch(() => {}),
     });
-  } catch (err) {
+  } catch (caught) {
+    const err = cancelledBeforeTaken(caught, req.signal, adapter.name);
     // A process that has ended leaves the record, so nothing later waits on a pid that is gone;
     // one still finishing after its end event (the adapter failed the turn on what it read)
     // stays on it, so the next turn waits for it as after any other end event.
@@ -100,6 +101,18 @@ async function recordNext(req: TurnRequest, handle: ProviderHandle, fresh: boole
   if (fresh && !(await req.adapter.prepare(req.env, req.config).then(() => true, () => false))) return;
   const launch = next({ cli: handle.cli, env: req.env, config: req.config, mode: 'resume', sessionId: handle.nativeSessionId, knownTranscript: handle.transcript?.path ?? null, sessionDir: req.sessionDir });
   if (launch) recordNextLaunch(req.sessionDir, launch, req.env, handle.transcript?.path ?? null);
+}
+
+/**
+ * A cancel that reaches a CLI before it took the message makes some CLIs fail the prompt with
+ * words of their own (Copilot 1.0.102, SIGINT while it loads a resumed session: "queued work
+ * belongs to a retired queue", "LSP session … is closed", "Cannot invoke native session after
+ * disposal has started", exit 0): for the caller that is their cancel, not a failed turn, and
+ * the message was not taken either way.
+ */
+function cancelledBeforeTaken(err: unknown, signal: AbortSignal | undefined, cli: string): unknown {
+  if (!signal?.aborted || !(err instanceof CalError) || (err.kind !== 'turn_failed' && err.kind !== 'lost')) return err;
+  return new CalError('interrupted', `cancelled by the caller before ${cli} took the message (${err.message})`);
 }
 
 /** How long a CLI that already ended its turn may take to exit before it is killed. */

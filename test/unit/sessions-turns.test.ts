@@ -232,6 +232,23 @@ describe('agent sessions with a fake CLI', () => {
     expect(fake.runs()).toBe(2);
   });
 
+  it('a structured turn the caller cancels before the CLI took the message is interrupted (11), not failed, whatever the CLI said; uncancelled, the same failure stays turn_failed', async () => {
+    const cancel = new AbortController();
+    // As Copilot 1.0.102 does on a SIGINT while it loads a resumed session: its own words, exit 0, nothing taken.
+    structuredSessions(async (req) => {
+      // The cancel comes while the CLI starts: it fails the prompt on the SIGINT.
+      if (req.message === 'cancelled') cancel.abort();
+      throw new CalError('turn_failed', 'copilot failed before it took the message (exit 0): queued work belongs to a retired queue or model intent');
+    });
+    const first = await sessions.start({ provider: 'claude-code', transport: 'structured', message: 'one', cwd: root, env, timeoutSeconds: 5 });
+    expect(await kindOf(cont(first.handle.id, 'plain failure'))).toBe('turn_failed');
+    const err = await cont(first.handle.id, 'cancelled', { signal: cancel.signal }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CalError);
+    expect((err as CalError).kind).toBe('interrupted');
+    expect((err as CalError).message).toContain('before claude-code took the message');
+    expect((await turnsOf(first.handle.id)).map((t) => t.status)).toEqual(['completed', 'failed', 'interrupted']);
+  });
+
   /**
    * A structured fake with an early start: what the turn record of the continue said when the CLI
    * was started and when it was sent its message, and whether the start was used or discarded.
