@@ -67,6 +67,8 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  * has some pane's variables in its global environment; they are cleared after the launch.
  */
 const CLEAN_MARK = '@cal-env-clean';
+/** What a tmux client says when the server it reached exited under it (tmux 3.x client.c). */
+const SERVER_WENT_AWAY = /server exited unexpectedly|lost server/i;
 
 /** The environment of tmux clients that carry no pane: a server they start knows only these. */
 function clientBaseEnv(): Record<string, string> {
@@ -142,6 +144,11 @@ export class TmuxServer {
     });
   }
 
+  /** Returns once no server listens on the socket any more (an exiting one has gone), or after 2 s. */
+  private async serverGone(): Promise<void> {
+    for (let waited = 0; waited < 2000 && (await this.serverRunning()); waited += 20) await new Promise((r) => setTimeout(r, 20));
+  }
+
   /**
    * Starts the server from a client whose argv and environment hold nothing of a pane's (the
    * server keeps the argv of the client that started it for its whole life, readable by any
@@ -193,7 +200,7 @@ export class TmuxServer {
     const plain = [...new Set([...names.filter((k) => ENV_NAME.test(k)), 'PATH'])];
     const odd = names.filter((k) => !ENV_NAME.test(k));
     if (!(await this.serverRunning())) await this.startServer();
-    const res = await this.tmux(
+    const launch = () => this.tmux(
       [
         ['set-option', '-g', 'exit-empty', 'on'],
         // Keep a dead pane visible so its last words can be shown as a diagnostic; set before the
@@ -210,6 +217,14 @@ export class TmuxServer {
       undefined,
       clientEnv,
     );
+    let res = await launch();
+    if (res.exitCode !== 0 && SERVER_WENT_AWAY.test(res.stderr)) {
+      // The server was exiting as this client connected (its last session had just ended: a
+      // kill-tmux, then a continue at once): it made no session, so a new server takes the launch.
+      await this.serverGone();
+      await this.startServer();
+      res = await launch();
+    }
     if (res.exitCode !== 0) {
       // A server started for this launch (exit-empty off until its first session) would otherwise
       // stay up with no session, for good: it may go once it is empty, as newPane leaves it.
