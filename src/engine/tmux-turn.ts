@@ -1,5 +1,5 @@
 import { randomBytes } from '../util/random.js';
-import { INTERRUPT_KEY_GAP_MS, type TurnObserver } from '../adapters/types.js';
+import { INTERRUPT_KEY_GAP_MS, type LaunchRequest, type TurnObserver } from '../adapters/types.js';
 import { CalError } from '../errors.js';
 import type { PinnedCli, ProviderHandle, TmuxLocation } from '../handles/schema.js';
 import { waitForChange } from '../transcripts/jsonl-tail.js';
@@ -55,7 +55,7 @@ export async function launchAndFollow(req: TurnRequest, msg: PreparedMessage, mo
   const { adapter, hooks } = req;
   const tmux = req.tmux(req.tmuxSocket);
   let handle = req.handle;
-  const plan = adapter.launch({
+  const launchReq: LaunchRequest = {
     cli: handle.cli as PinnedCli,
     env: req.env,
     config: req.config,
@@ -63,8 +63,10 @@ export async function launchAndFollow(req: TurnRequest, msg: PreparedMessage, mo
     sessionId: mode === 'resume' ? handle.nativeSessionId : handle.pendingSessionId,
     message: msg.typed,
     ...(req.sessionDir ? { sessionDir: req.sessionDir } : {}),
-  });
+  };
+  const plan = adapter.launch(launchReq);
   checkArgvSize(plan.argv, 'the message');
+  await adapter.beforeLaunch?.(launchReq, plan);
   const command = req.sessionDir ? await paneCommand(req.sessionDir, plan.argv) : plan.argv;
   await hooks.onSending();
   const sentAt = new Date(Date.now() - 1000);

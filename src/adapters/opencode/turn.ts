@@ -63,7 +63,7 @@ export class OpencodeTurnObserver implements TurnObserver {
   private readonly needle: string;
   private readonly messages = new Map<string, MessageData>();
   private readonly order: string[] = [];
-  private readonly parts = new Map<string, { messageId: string; data: PartData }>();
+  private readonly parts = new Map<string, { messageId: string; data: PartData; mcpTool?: StoreRow['mcpTool'] }>();
   private ours: string | null = null;
   unknownRecords = 0;
 
@@ -82,7 +82,7 @@ export class OpencodeTurnObserver implements TurnObserver {
       if (!this.messages.has(parsed.row.id)) this.order.push(parsed.row.id);
       this.messages.set(parsed.row.id, parsed.message);
     } else if (parsed.part) {
-      this.parts.set(parsed.row.id, { messageId: parsed.row.messageId, data: parsed.part });
+      this.parts.set(parsed.row.id, { messageId: parsed.row.messageId, data: parsed.part, ...(parsed.row.mcpTool ? { mcpTool: parsed.row.mcpTool } : {}) });
     }
     if (this.ours === null) this.ours = this.findOurs();
   }
@@ -136,16 +136,18 @@ export class OpencodeTurnObserver implements TurnObserver {
   get tools(): ToolActivity[] {
     if (this.ours === null) return [];
     return this.replies().flatMap((r) =>
-      this.partsOf(r.id)
-        .filter((p) => p.type === 'tool')
-        .map((p): ToolActivity => {
+      [...this.parts.values()]
+        .filter((p) => p.messageId === r.id && p.data.type === 'tool')
+        .map(({ data: p, mcpTool: mcp }): ToolActivity => {
           const output = p.state?.output;
           const input = p.state?.input as { command?: unknown } | undefined;
-          const shell = p.tool === 'bash';
+          const shell = p.tool === 'bash' && !mcp;
           return {
-            kind: shell ? 'shell' : p.tool?.includes('_') ? 'mcp' : 'tool',
-            // A shell call is named by its command, as every adapter names it.
-            name: shell && typeof input?.command === 'string' ? input.command : (p.tool ?? 'tool'),
+            kind: shell ? 'shell' : mcp ? 'mcp' : 'tool',
+            // A shell call is named by its command, as every adapter names it; an MCP tool by its
+            // server and its own name, as cal noted them in the mirror (store.ts).
+            name: shell && typeof input?.command === 'string' ? input.command : (mcp?.name ?? p.tool ?? 'tool'),
+            ...(mcp ? { server: mcp.server } : {}),
             input: p.state?.input,
             ...(typeof output === 'string' ? { output } : {}),
             ...(p.state?.status ? { status: p.state.status } : {}),
