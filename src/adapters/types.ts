@@ -315,7 +315,8 @@ export interface CliAdapter {
   /**
    * Keys that stop a TUI still retrying a request after cal failed its turn (Qwen Code retries a
    * failing model for about a minute; Escape stops it and puts the prompt back in the input):
-   * pressed once when a turn ends failed, then `afterInterruptKeys` a moment later. Unset: none.
+   * pressed once when a turn ends failed (one at a time, INTERRUPT_KEY_GAP_MS apart: OpenCode's
+   * interrupt is Escape twice), then `afterInterruptKeys` a moment later. Unset: none.
    */
   readonly afterFailKeys?: string[];
   /**

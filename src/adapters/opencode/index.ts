@@ -119,6 +119,8 @@ export const opencodeAdapter: CliAdapter = {
   // One Escape only arms the interrupt ("again to interrupt"); a second within 5 s aborts the
   // session's run (its bundle: the interrupt count reset after 5000 ms, abort at 2).
   interruptKeys: ['Escape', 'Escape'],
+  // A turn failed on a model OpenCode still retries (turn.ts): its interrupt stops the retries.
+  afterFailKeys: ['Escape', 'Escape'],
   pasteText(message: string): string {
     return message;
   },

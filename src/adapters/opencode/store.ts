@@ -6,6 +6,7 @@ import { z } from '../../util/zod.js';
 import { CalError } from '../../errors.js';
 import { opencodeDataDir } from './home.js';
 import { bunQuery } from './bun-sqlite.js';
+import { opencodeLogFile, readLog, retriesIn, RetryRow } from './log.js';
 import { mcpToolOf } from './tool-names.js';
 
 /**
@@ -183,6 +184,7 @@ export function mirrorPath(env: Record<string, string>, sessionId: string): stri
 }
 
 const rowKey = (r: StoreRow) => `${r.kind}:${r.id}:${r.updated}:${r.data.length}`;
+const retryKey = (r: RetryRow) => `retry:${r.at}:${r.error}`;
 
 /**
  * A query can start the whole CLI (`opencode db`: about a second of CPU, measured on 1.18.33), and
@@ -197,7 +199,17 @@ const MIN_SYNC_GAP_MS = 250;
  * every `MAX_SKIP_MS`).
  */
 const MAX_SKIP_MS = 5000;
-const syncs = new Map<string, { running: Promise<void> | null; doneAt: number; walStamp: string | null }>();
+interface SyncState {
+  running: Promise<void> | null;
+  /** When the last sync ended (the store queried or not). */
+  doneAt: number;
+  /** When the store was last queried. */
+  queriedAt: number;
+  walStamp: string | null;
+  /** Where this process reads OpenCode's log on from (log.ts); null before its first read. */
+  logOffset: number | null;
+}
+const syncs = new Map<string, SyncState>();
 
 function databaseOf(env: Record<string, string>): string {
   if (env.OPENCODE_DB && path.isAbsolute(env.OPENCODE_DB)) return env.OPENCODE_DB;
@@ -230,23 +242,30 @@ export function withMcpTool(row: StoreRow, servers: readonly string[]): StoreRow
   return mcp ? { ...row, mcpTool: mcp } : row;
 }
 
-/** Creates the mirror (its header) if missing; appends the rows it does not hold yet. */
+/**
+ * Creates the mirror (its header) if missing; appends the rows it does not hold yet, and the
+ * session's failed model attempts OpenCode logged since the last sync (log.ts), which it records
+ * nowhere in its store.
+ */
 export async function syncMirror(file: string, header?: MirrorHeader): Promise<void> {
-  const state = syncs.get(file) ?? { running: null, doneAt: 0, walStamp: null };
+  const state = syncs.get(file) ?? { running: null, doneAt: 0, queriedAt: 0, walStamp: null, logOffset: null };
   syncs.set(file, state);
   if (state.running) return state.running;
   if (!header && Date.now() - state.doneAt < MIN_SYNC_GAP_MS) return;
   const stamp = header ? null : await walStamp(file);
-  if (!header && stamp !== null && stamp === state.walStamp && Date.now() - state.doneAt < MAX_SKIP_MS) return;
-  state.running = syncMirrorNow(file, header).finally(() => {
+  const queryStore = header !== undefined || stamp === null || stamp !== state.walStamp || Date.now() - state.queriedAt >= MAX_SKIP_MS;
+  state.running = syncMirrorNow(file, header, state, queryStore).finally(() => {
     state.running = null;
     state.doneAt = Date.now();
-    state.walStamp = stamp;
+    if (queryStore) {
+      state.queriedAt = state.doneAt;
+      state.walStamp = stamp;
+    }
   });
   return state.running;
 }
 
-async function syncMirrorNow(file: string, header?: MirrorHeader): Promise<void> {
+async function syncMirrorNow(file: string, header: MirrorHeader | undefined, state: SyncState, queryStore: boolean): Promise<void> {
   let text: string | null = null;
   try {
     text = await fs.readFile(file, 'utf8');
@@ -263,10 +282,13 @@ async function syncMirrorNow(file: string, header?: MirrorHeader): Promise<void>
   if (!parsed.success) throw new CalError('resume_unavailable', `${file} is not a cal mirror of an OpenCode session`);
   const seen = new Set<string>();
   for (const line of lines.slice(1)) {
-    const row = StoreRow.safeParse(JSON.parse(line));
+    const value: unknown = JSON.parse(line);
+    const row = StoreRow.safeParse(value);
     if (row.success) seen.add(rowKey(row.data));
+    const retry = RetryRow.safeParse(value);
+    if (retry.success) seen.add(retryKey(retry.data));
   }
-  const rows = await sessionRows(parsed.data.executable, parsed.data.env, parsed.data.sessionId);
+  const rows = queryStore ? await sessionRows(parsed.data.executable, parsed.data.env, parsed.data.sessionId) : [];
   // Parts before messages, each in the order they were last written: a reply's message row says
   // the turn ended (`time.completed`, `finish`) only after its parts were written, and the engine
   // stops reading at the record that ends the turn, so those parts must come before it.
@@ -274,5 +296,9 @@ async function syncMirrorNow(file: string, header?: MirrorHeader): Promise<void>
     .filter((r) => !seen.has(rowKey(r)))
     .sort((a, b) => (a.kind === b.kind ? a.updated - b.updated : a.kind === 'part' ? -1 : 1))
     .map((r) => withMcpTool(r, parsed.data.mcpServers));
-  if (fresh.length > 0) await fs.appendFile(file, fresh.map((r) => JSON.stringify(r) + '\n').join(''));
+  const log = await readLog(opencodeLogFile(opencodeDataDir(parsed.data.env)), state.logOffset);
+  state.logOffset = log.offset;
+  const retries = retriesIn(log.text, parsed.data.sessionId).filter((r) => !seen.has(retryKey(r)));
+  const out = [...fresh, ...retries];
+  if (out.length > 0) await fs.appendFile(file, out.map((r) => JSON.stringify(r) + '\n').join(''));
 }
