@@ -14,11 +14,13 @@ import { normaliseForMatch, OpencodeTurnObserver, parseRow, userText } from './t
  * OpenCode (`opencode-ai`, binary `opencode`, a Bun-compiled native binary), measured on 1.18.33
  * (docs/opencode.md; research: opencode-copilot-qwen-pi1.md).
  *
- * OpenCode names its sessions itself (`ses_…`): a fresh TUI gets the message with `--prompt`
- * (it submits it once ready), and cal binds the session whose user message holds it, created in
- * this working directory since the send. A resume is `opencode -s <id> --prompt <msg>`. The answer
- * and the end come from OpenCode's SQLite store, read through the CLI's own `opencode db` into a
- * JSONL mirror cal keeps (store.ts, turn.ts), never from the screen. The stability fields map to
+ * cal chooses the id of each new session (`ses_…`, OpenCode's own form) and makes it an empty
+ * session with `opencode import` before the TUI starts with `--session <id>` (beforeLaunch), so
+ * two sessions started at once in one folder each know their own; a resume is `--session <id>`
+ * too. A TUI given `--session` ignores `--prompt`, so the message is pasted once its input box
+ * shows. The answer and the end come from OpenCode's SQLite store, read through the CLI's own
+ * binary into a JSONL mirror cal keeps (store.ts, bun-sqlite.ts, turn.ts), and a model OpenCode
+ * keeps retrying from its own log (log.ts), never from the screen. The stability fields map to
  * flags and to `OPENCODE_CONFIG_CONTENT` (launch.ts), so nothing is written into the user's own
  * OpenCode config. OpenCode opens no dialog at start; the homes cal makes for its scripted model
  * turn off the update check and the model catalogue download (home.ts).
