@@ -251,6 +251,13 @@ export interface CliAdapter {
    */
   prepare(env: Record<string, string>, config: SessionConfig): Promise<boolean | void>;
   launch(req: LaunchRequest): LaunchPlan;
+  /**
+   * Optional: makes what a launch plan names exist before its pane starts, for a CLI that takes
+   * a chosen id only for a session its store already holds (OpenCode: an empty session made with
+   * `opencode import`). It runs before the turn says `sending`; a failure fails the launch with
+   * nothing sent.
+   */
+  beforeLaunch?(req: LaunchRequest, plan: LaunchPlan): Promise<void>;
   /** Find the transcript the CLI wrote for our first message; null while it is not there yet. */
   bindTranscript(req: BindRequest): Promise<TranscriptBinding | null>;
   /**
@@ -308,7 +315,8 @@ export interface CliAdapter {
   /**
    * Keys that stop a TUI still retrying a request after cal failed its turn (Qwen Code retries a
    * failing model for about a minute; Escape stops it and puts the prompt back in the input):
-   * pressed once when a turn ends failed, then `afterInterruptKeys` a moment later. Unset: none.
+   * pressed once when a turn ends failed (one at a time, INTERRUPT_KEY_GAP_MS apart: OpenCode's
+   * interrupt is Escape twice), then `afterInterruptKeys` a moment later. Unset: none.
    */
   readonly afterFailKeys?: string[];
   /**

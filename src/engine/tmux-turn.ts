@@ -1,5 +1,5 @@
 import { randomBytes } from '../util/random.js';
-import { INTERRUPT_KEY_GAP_MS, type TurnObserver } from '../adapters/types.js';
+import { INTERRUPT_KEY_GAP_MS, type LaunchRequest, type TurnObserver } from '../adapters/types.js';
 import { CalError } from '../errors.js';
 import type { PinnedCli, ProviderHandle, TmuxLocation } from '../handles/schema.js';
 import { waitForChange } from '../transcripts/jsonl-tail.js';
@@ -55,7 +55,7 @@ export async function launchAndFollow(req: TurnRequest, msg: PreparedMessage, mo
   const { adapter, hooks } = req;
   const tmux = req.tmux(req.tmuxSocket);
   let handle = req.handle;
-  const plan = adapter.launch({
+  const launchReq: LaunchRequest = {
     cli: handle.cli as PinnedCli,
     env: req.env,
     config: req.config,
@@ -63,8 +63,10 @@ export async function launchAndFollow(req: TurnRequest, msg: PreparedMessage, mo
     sessionId: mode === 'resume' ? handle.nativeSessionId : handle.pendingSessionId,
     message: msg.typed,
     ...(req.sessionDir ? { sessionDir: req.sessionDir } : {}),
-  });
+  };
+  const plan = adapter.launch(launchReq);
   checkArgvSize(plan.argv, 'the message');
+  await adapter.beforeLaunch?.(launchReq, plan);
   const command = req.sessionDir ? await paneCommand(req.sessionDir, plan.argv) : plan.argv;
   await hooks.onSending();
   const sentAt = new Date(Date.now() - 1000);
@@ -264,7 +266,7 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
       }
       if (obs.status === 'interrupted') await clearInterruptedInput();
       if (obs.status === 'failed' && adapter.afterFailKeys?.length) {
-        await tmux.sendKeys(location.paneId, adapter.afterFailKeys);
+        await pressOneByOne(tmux, location.paneId, adapter.afterFailKeys);
         // The TUI puts the stopped prompt back in its input first, then it is emptied.
         await new Promise((resolve) => setTimeout(resolve, AFTER_FAIL_PAUSE_MS));
         await clearInterruptedInput();
@@ -333,12 +335,7 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
       // it record the interrupt, so the turn is settled from the transcript.
       cancelledAt = Date.now();
       quietAtCancel = observer.partialAnswer === '' && observer.tools.length === 0;
-      // One key at a time, a moment apart: OpenCode wants Escape twice, and two Escapes in one
-      // write read as Alt+Escape.
-      for (const [i, key] of (adapter.interruptKeys ?? ['Escape']).entries()) {
-        if (i > 0) await new Promise((r) => setTimeout(r, INTERRUPT_KEY_GAP_MS));
-        await tmux.sendKeys(location.paneId, [key]);
-      }
+      await pressOneByOne(tmux, location.paneId, adapter.interruptKeys ?? ['Escape']);
     }
     const grace = quietAtCancel && cancelledAt !== null && lastRecordAt < cancelledAt ? QUIET_CANCEL_GRACE_MS : CANCEL_GRACE_MS;
     if (cancelledAt !== null && Date.now() - cancelledAt > grace) {
@@ -367,6 +364,14 @@ function promptBound(withinMs: number | undefined, mode: Mode, pasted: boolean):
   if (!withinMs) return null;
   if (mode === 'paste') return pasted ? withinMs : null;
   return withinMs * 3;
+}
+
+/** Keys one at a time, INTERRUPT_KEY_GAP_MS apart: two Escapes in one write read as Alt+Escape. */
+async function pressOneByOne(tmux: { sendKeys(paneId: string, keys: string[]): Promise<unknown> }, paneId: string, keys: readonly string[]): Promise<void> {
+  for (const [i, key] of keys.entries()) {
+    if (i > 0) await new Promise((r) => setTimeout(r, INTERRUPT_KEY_GAP_MS));
+    await tmux.sendKeys(paneId, [key]);
+  }
 }
 
 function observerKey(observer: TurnObserver): string | null {

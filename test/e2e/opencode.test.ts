@@ -85,6 +85,23 @@ describe('OpenCode in tmux, end to end', () => {
     expect(run.json.turn.answer).toBe('Tool finished: hello-from-opencode');
     expect(run.json.turn.tools).toEqual([expect.objectContaining({ kind: 'shell', name: 'echo hello-from-opencode', output: expect.stringContaining('hello-from-opencode'), status: 'completed' })]);
   });
+
+  it('two starts at once in one folder with the same message each bind the session cal chose for it, and each recalls only its own', async () => {
+    const first = 'Two at once, same words.';
+    const starts = await Promise.all([0, 1].map(() => suite.cal(['start', '--provider', 'opencode', '--cwd', suite.work, ...TIMEOUT, first])));
+    for (const r of starts) expect(r.code, r.stderr).toBe(0);
+    const handles = starts.map((r) => handleFromStderr(r.stderr) ?? '');
+    const views = await Promise.all(handles.map((h) => suite.inspect(h)));
+    const ids = views.map((v) => v.provider.nativeSessionId);
+    expect(ids[0]).toMatch(/^ses_[0-9a-f]{12}[0-9A-Za-z]{14}$/);
+    expect(ids[1]).toMatch(/^ses_[0-9a-f]{12}[0-9A-Za-z]{14}$/);
+    expect(ids[0]).not.toBe(ids[1]);
+    for (const v of views) expect(await prompts(v.provider.transcript.path)).toEqual([first]);
+    const codes = ['ALPHA', 'BRAVO'];
+    await Promise.all(handles.map(async (h, i) => expect((await suite.cal(['continue', h, ...TIMEOUT, `Remember the codeword ${codes[i]}.`])).code).toBe(0)));
+    const recalls = await Promise.all(handles.map((h) => suite.cal(['continue', h, '--json', ...TIMEOUT, 'What was the codeword?'])));
+    expect(recalls.map((r) => r.json.turn.answer)).toEqual(['The codeword was ALPHA.', 'The codeword was BRAVO.']);
+  });
 });
 
 describe('OpenCode structured (opencode run --format json), end to end', () => {

@@ -6,6 +6,8 @@ import { CalError } from '../../src/errors.js';
 import { opencodeAdapter } from '../../src/adapters/opencode/index.js';
 import { sessionFlags } from '../../src/adapters/opencode/launch.js';
 import { OpencodeTurnObserver } from '../../src/adapters/opencode/turn.js';
+import { newSessionId, sessionIdFor, withMcpTool } from '../../src/adapters/opencode/store.js';
+import { mcpToolOf } from '../../src/adapters/opencode/tool-names.js';
 import type { LaunchRequest } from '../../src/adapters/types.js';
 import { fixtureRecords } from '../support/fixtures.js';
 
@@ -49,6 +51,53 @@ describe("OpenCode's turns, from the mirror of its store", () => {
   });
 });
 
+describe("OpenCode's names for MCP tools", () => {
+  it('maps <server>_<tool> back to the server cal configured and its tool, longest server first', () => {
+    expect(mcpToolOf('calprobe_echo', ['calprobe'])).toEqual({ server: 'calprobe', name: 'echo' });
+    expect(mcpToolOf('calprobe_read_file', ['calprobe'])).toEqual({ server: 'calprobe', name: 'read_file' });
+    expect(mcpToolOf('my_srv_read_file', ['my', 'my_srv'])).toEqual({ server: 'my_srv', name: 'read_file' });
+    // OpenCode replaces what is not [A-Za-z0-9_-] in a server's name with `_`.
+    expect(mcpToolOf('my_srv_echo', ['my.srv'])).toEqual({ server: 'my.srv', name: 'echo' });
+  });
+
+  it("leaves OpenCode's own tools (underscores and all) and unknown servers alone", () => {
+    expect(mcpToolOf('apply_patch', ['calprobe'])).toBeNull();
+    expect(mcpToolOf('bash', [])).toBeNull();
+    expect(mcpToolOf('other_echo', ['calprobe'])).toBeNull();
+    expect(mcpToolOf('calprobe_', ['calprobe'])).toBeNull();
+  });
+
+  it("a turn's MCP call is recorded as its server and tool, as the mirror noted them from the session's servers", () => {
+    const message = 'Run it [[cal:shell=echo hello-from-opencode]]';
+    const asMcp = (servers: string[]) =>
+      session.map((r) => {
+        if (r.kind !== 'part') return r;
+        const data = JSON.parse(r.data);
+        if (data.type !== 'tool') return r;
+        return withMcpTool({ ...r, data: JSON.stringify({ ...data, tool: 'calprobe_echo', state: { ...data.state, input: { text: 'hi' }, output: 'hi' } }) }, servers);
+      });
+    expect(observe(asMcp(['calprobe']), message).tools).toEqual([expect.objectContaining({ kind: 'mcp', server: 'calprobe', name: 'echo', input: { text: 'hi' }, output: 'hi' })]);
+    // No such server configured (or a mirror from before cal noted them): the name as OpenCode gave it.
+    expect(observe(asMcp([]), message).tools).toEqual([expect.objectContaining({ kind: 'tool', name: 'calprobe_echo' })]);
+    // OpenCode's own shell tool stays a shell call named by its command.
+    expect(observe(session.map((r) => (r.kind === 'part' ? withMcpTool(r, ['calprobe']) : r)), message).tools).toEqual([expect.objectContaining({ kind: 'shell', name: 'echo hello-from-opencode' })]);
+  });
+});
+
+describe("OpenCode's session ids", () => {
+  it("are made in OpenCode's own descending form (measured: a session created at 1796525178278 ms is ses_db6c14259ffe…)", () => {
+    expect(newSessionId(1796525178278, (n) => Buffer.alloc(n, 0))).toBe('ses_db6c14259ffe00000000000000');
+    expect(newSessionId(1796525178278 + 1000) < newSessionId(1796525178278)).toBe(true);
+  });
+
+  it("a structured first turn's id is derived from the handle's own, the same every time", () => {
+    const id = sessionIdFor('0b6f3c2e-1111-4222-8333-444455556666');
+    expect(id).toMatch(/^ses_[0-9a-f]{12}[0-9A-Za-z]{14}$/);
+    expect(sessionIdFor('0b6f3c2e-1111-4222-8333-444455556666')).toBe(id);
+    expect(sessionIdFor('0b6f3c2e-1111-4222-8333-444455556667')).not.toBe(id);
+  });
+});
+
 describe("OpenCode's launch", () => {
   const dirs: string[] = [];
   afterEach(() => {
@@ -68,8 +117,11 @@ describe("OpenCode's launch", () => {
     };
   };
 
-  it('a fresh TUI gets the message with --prompt=; a resumed one (which ignores --prompt) gets it pasted', () => {
-    expect(opencodeAdapter.launch(request())).toMatchObject({ argv: ['/bin/opencode', '--prompt=-starts with a dash'], deliversMessage: true, sessionId: null });
+  it('a fresh TUI gets a session id cal chose (each launch its own); a resumed one its own id; both get the message pasted (a TUI given --session ignores --prompt)', () => {
+    const fresh = opencodeAdapter.launch(request());
+    expect(fresh.sessionId).toMatch(/^ses_[0-9a-f]{12}[0-9A-Za-z]{14}$/);
+    expect(fresh).toMatchObject({ argv: ['/bin/opencode', '--session', fresh.sessionId], deliversMessage: false });
+    expect(opencodeAdapter.launch(request()).sessionId).not.toBe(fresh.sessionId);
     expect(opencodeAdapter.launch(request({}, {}, 'resume'))).toMatchObject({ argv: ['/bin/opencode', '--session', 'ses_abc'], deliversMessage: false, sessionId: 'ses_abc' });
   });
 

@@ -35,6 +35,11 @@ export function opencodeMcpServers(file: string): Record<string, Record<string, 
   return out;
 }
 
+/** The names of the MCP servers a session gets (cal's file), for the mirror's header (store.ts). */
+export function mcpServerNames(config: { mcpConfigPath: string | null }): string[] {
+  return config.mcpConfigPath ? Object.keys(opencodeMcpServers(config.mcpConfigPath)) : [];
+}
+
 export interface OpencodeFlags {
   argv: string[];
   env: Record<string, string>;

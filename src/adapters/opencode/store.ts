@@ -1,15 +1,21 @@
 import { promises as fs } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import os from 'node:os';
 import path from 'node:path';
 import { z } from '../../util/zod.js';
 import { CalError } from '../../errors.js';
 import { opencodeDataDir } from './home.js';
+import { bunQuery } from './bun-sqlite.js';
+import { opencodeLogFile, readLog, retriesIn, RetryRow } from './log.js';
+import { mcpToolOf } from './tool-names.js';
 
 /**
  * OpenCode's session store (1.18.33): the SQLite database `opencode.db`, tables `session`,
  * `message` (id, session_id, time_created, time_updated, data JSON) and `part` (id, message_id,
- * session_id, …, data JSON). Read through the CLI's own `opencode db <query> --format json`
- * (read-only SELECTs): it works on every Node cal supports (Node 20 has no `node:sqlite`) and
- * always opens the database, at the path and schema, of the release that wrote it.
+ * session_id, …, data JSON). Read with read-only SELECTs through the CLI's own binary: its Bun
+ * runtime's `bun:sqlite` on the file `opencode db path` names (bun-sqlite.ts, tens of
+ * milliseconds), else `opencode db <query> --format json` (about a second of CPU). Either works on
+ * every Node cal supports (Node 20 has no `node:sqlite`) and reads the write-ahead log too.
  *
  * cal's engine follows a transcript as an append-only JSONL file, so cal keeps a mirror of each
  * session: `<opencode data dir>/cal-transcripts/<session id>.jsonl`. Its first line names the
@@ -18,13 +24,23 @@ import { opencodeDataDir } from './home.js';
  */
 const SESSION_ID = /^ses_[A-Za-z0-9]+$/;
 
+export function isSessionId(id: string): boolean {
+  return SESSION_ID.test(id);
+}
+
 export const MirrorHeader = z.object({
   kind: z.literal('opencode-mirror'),
   sessionId: z.string().regex(SESSION_ID),
   executable: z.string(),
   env: z.record(z.string(), z.string()),
+  /**
+   * The MCP servers cal configured for the session (their names in cal's file): OpenCode names
+   * their tools `<server>_<tool>`, and each such tool part is mirrored with its server and tool
+   * noted (`StoreRow.mcpTool`).
+   */
+  mcpServers: z.array(z.string()).default([]),
 });
-export type MirrorHeader = z.infer<typeof MirrorHeader>;
+export type MirrorHeader = z.input<typeof MirrorHeader>;
 
 export const StoreRow = z.object({
   kind: z.enum(['message', 'part']),
@@ -33,10 +49,13 @@ export const StoreRow = z.object({
   created: z.number(),
   updated: z.number(),
   data: z.string(),
+  /**
+   * cal's note on a tool part of an MCP server's tool (OpenCode names it `<server>_<tool>`): the
+   * server cal configured and the tool, mapped when the row is mirrored (the header's servers).
+   */
+  mcpTool: z.object({ server: z.string(), name: z.string() }).optional(),
 });
 export type StoreRow = z.infer<typeof StoreRow>;
-
-const SessionRow = z.object({ id: z.string(), directory: z.string(), time_created: z.number() });
 
 /** The environment `opencode db` needs to find the same database (never a key). */
 const STORE_ENV = [
@@ -66,6 +85,8 @@ export function storeEnv(env: Record<string, string>): Record<string, string> {
 const QUERY_ATTEMPTS = 4;
 
 async function query(executable: string, env: Record<string, string>, sql: string): Promise<unknown[]> {
+  const fast = await bunQuery(executable, env, sql);
+  if (fast) return fast;
   const { execa } = await import('execa');
   let run = await execa(executable, ['db', sql, '--format', 'json'], { env, extendEnv: false, reject: false, stdin: 'ignore', timeout: 30_000 });
   for (let attempt = 1; run.exitCode !== 0 && attempt < QUERY_ATTEMPTS; attempt++) {
@@ -83,15 +104,6 @@ async function query(executable: string, env: Record<string, string>, sql: strin
   }
 }
 
-/** Sessions of this working directory created at or after `since` (ms), newest first. */
-export async function recentSessions(executable: string, env: Record<string, string>, cwd: string, since: number): Promise<string[]> {
-  const rows = await query(executable, env, `select id, directory, time_created from session where time_created >= ${Math.floor(since)} order by time_created desc`);
-  return rows.flatMap((r) => {
-    const row = SessionRow.safeParse(r);
-    return row.success && row.data.directory === cwd && SESSION_ID.test(row.data.id) ? [row.data.id] : [];
-  });
-}
-
 /** Every message and part row of a session, in creation order. */
 export async function sessionRows(executable: string, env: Record<string, string>, sessionId: string): Promise<StoreRow[]> {
   if (!SESSION_ID.test(sessionId)) throw new CalError('internal', `not an OpenCode session id: ${sessionId}`);
@@ -105,6 +117,62 @@ export async function sessionRows(executable: string, env: Record<string, string
   });
 }
 
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/**
+ * A new session id in OpenCode's own form (1.18.33, its `Identifier.descending("session")`):
+ * `ses_`, 12 hex digits of the bitwise NOT of `ms * 4096 + 1` (newer sessions sort first), then
+ * 14 random base-62 characters.
+ */
+export function newSessionId(now = Date.now(), random: (n: number) => Buffer = randomBytes): string {
+  const time = (~(BigInt(now) * 4096n + 1n) & 0xffffffffffffn).toString(16).padStart(12, '0');
+  const tail = [...random(14)].map((b) => BASE62[b % 62]).join('');
+  return `ses_${time}${tail}`;
+}
+
+/**
+ * The OpenCode id cal gives the session of a handle's first structured turn, derived from the id
+ * cal chose for the handle up front (so recover finds that session by the handle alone): the same
+ * form as `newSessionId`, its digits taken from a hash of that id.
+ */
+export function sessionIdFor(pendingId: string): string {
+  const hash = createHash('sha256').update(pendingId).digest();
+  const tail = [...hash.subarray(6, 20)].map((b) => BASE62[b % 62]).join('');
+  return `ses_${hash.subarray(0, 6).toString('hex')}${tail}`;
+}
+
+/**
+ * Makes an empty session with the id cal chose, in the working directory `cwd`, the way OpenCode
+ * itself would (title left to OpenCode to generate: its default "New session - <ISO time>"):
+ * OpenCode's TUI takes an id only with `--session`, for a session its store holds, and
+ * `opencode import` keeps the id of the session it is given (1.18.33, measured), taking the
+ * project and directory from where it runs. So two sessions started at once in one folder each
+ * know their own id before anything is sent.
+ */
+export async function createSession(cli: { realPath: string; version: string }, env: Record<string, string>, cwd: string, sessionId: string, now = Date.now()): Promise<void> {
+  if (!SESSION_ID.test(sessionId)) throw new CalError('internal', `not an OpenCode session id: ${sessionId}`);
+  const { execa } = await import('execa');
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'cal-opencode-'));
+  const file = path.join(dir, 'session.json');
+  try {
+    const info = { id: sessionId, slug: `cal-${sessionId.slice(-6).toLowerCase()}`, projectID: 'global', directory: cwd, title: `New session - ${new Date(now).toISOString()}`, version: cli.version, time: { created: now, updated: now } };
+    await fs.writeFile(file, JSON.stringify({ info, messages: [] }), { mode: 0o600 });
+    const importIt = () => execa(cli.realPath, ['import', file], { env, extendEnv: false, cwd, reject: false, stdin: 'ignore', timeout: 30_000 });
+    // Two OpenCode processes on a store that does not exist yet race to create its tables
+    // (measured: "table … already exists"), as for `query`: tried again.
+    let run = await importIt();
+    for (let attempt = 1; run.exitCode !== 0 && attempt < QUERY_ATTEMPTS; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 300 * attempt));
+      run = await importIt();
+    }
+    if (run.exitCode !== 0 || !String(run.stdout).includes(sessionId)) {
+      throw new CalError('turn_failed', `opencode import could not make session ${sessionId} (exit ${run.exitCode ?? run.signal}): ${String(run.stderr || run.stdout).slice(-300)}`);
+    }
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+}
+
 /** Whether a session exists in the store. */
 export async function sessionExists(executable: string, env: Record<string, string>, sessionId: string): Promise<boolean> {
   if (!SESSION_ID.test(sessionId)) return false;
@@ -116,9 +184,10 @@ export function mirrorPath(env: Record<string, string>, sessionId: string): stri
 }
 
 const rowKey = (r: StoreRow) => `${r.kind}:${r.id}:${r.updated}:${r.data.length}`;
+const retryKey = (r: RetryRow) => `retry:${r.at}:${r.error}`;
 
 /**
- * Each `opencode db` query starts the whole CLI (about a second of CPU, measured on 1.18.33), and
+ * A query can start the whole CLI (`opencode db`: about a second of CPU, measured on 1.18.33), and
  * the engine reads the transcript many times a second: one sync of a mirror runs at a time, a
  * caller arriving while it runs shares it, and one within `MIN_SYNC_GAP_MS` of the last is skipped.
  */
@@ -130,7 +199,17 @@ const MIN_SYNC_GAP_MS = 250;
  * every `MAX_SKIP_MS`).
  */
 const MAX_SKIP_MS = 5000;
-const syncs = new Map<string, { running: Promise<void> | null; doneAt: number; walStamp: string | null }>();
+interface SyncState {
+  running: Promise<void> | null;
+  /** When the last sync ended (the store queried or not). */
+  doneAt: number;
+  /** When the store was last queried. */
+  queriedAt: number;
+  walStamp: string | null;
+  /** Where this process reads OpenCode's log on from (log.ts); null before its first read. */
+  logOffset: number | null;
+}
+const syncs = new Map<string, SyncState>();
 
 function databaseOf(env: Record<string, string>): string {
   if (env.OPENCODE_DB && path.isAbsolute(env.OPENCODE_DB)) return env.OPENCODE_DB;
@@ -149,23 +228,44 @@ async function walStamp(file: string): Promise<string | null> {
   }
 }
 
-/** Creates the mirror (its header) if missing; appends the rows it does not hold yet. */
+/** A tool part of one of the session's MCP servers, with the server and tool noted (`StoreRow.mcpTool`). */
+export function withMcpTool(row: StoreRow, servers: readonly string[]): StoreRow {
+  if (row.kind !== 'part' || servers.length === 0) return row;
+  let tool: unknown;
+  try {
+    const data: unknown = JSON.parse(row.data);
+    tool = data !== null && typeof data === 'object' && (data as { type?: unknown }).type === 'tool' ? (data as { tool?: unknown }).tool : undefined;
+  } catch {
+    return row;
+  }
+  const mcp = typeof tool === 'string' ? mcpToolOf(tool, servers) : null;
+  return mcp ? { ...row, mcpTool: mcp } : row;
+}
+
+/**
+ * Creates the mirror (its header) if missing; appends the rows it does not hold yet, and the
+ * session's failed model attempts OpenCode logged since the last sync (log.ts), which it records
+ * nowhere in its store.
+ */
 export async function syncMirror(file: string, header?: MirrorHeader): Promise<void> {
-  const state = syncs.get(file) ?? { running: null, doneAt: 0, walStamp: null };
+  const state = syncs.get(file) ?? { running: null, doneAt: 0, queriedAt: 0, walStamp: null, logOffset: null };
   syncs.set(file, state);
   if (state.running) return state.running;
   if (!header && Date.now() - state.doneAt < MIN_SYNC_GAP_MS) return;
   const stamp = header ? null : await walStamp(file);
-  if (!header && stamp !== null && stamp === state.walStamp && Date.now() - state.doneAt < MAX_SKIP_MS) return;
-  state.running = syncMirrorNow(file, header).finally(() => {
+  const queryStore = header !== undefined || stamp === null || stamp !== state.walStamp || Date.now() - state.queriedAt >= MAX_SKIP_MS;
+  state.running = syncMirrorNow(file, header, state, queryStore).finally(() => {
     state.running = null;
     state.doneAt = Date.now();
-    state.walStamp = stamp;
+    if (queryStore) {
+      state.queriedAt = state.doneAt;
+      state.walStamp = stamp;
+    }
   });
   return state.running;
 }
 
-async function syncMirrorNow(file: string, header?: MirrorHeader): Promise<void> {
+async function syncMirrorNow(file: string, header: MirrorHeader | undefined, state: SyncState, queryStore: boolean): Promise<void> {
   let text: string | null = null;
   try {
     text = await fs.readFile(file, 'utf8');
@@ -182,13 +282,23 @@ async function syncMirrorNow(file: string, header?: MirrorHeader): Promise<void>
   if (!parsed.success) throw new CalError('resume_unavailable', `${file} is not a cal mirror of an OpenCode session`);
   const seen = new Set<string>();
   for (const line of lines.slice(1)) {
-    const row = StoreRow.safeParse(JSON.parse(line));
+    const value: unknown = JSON.parse(line);
+    const row = StoreRow.safeParse(value);
     if (row.success) seen.add(rowKey(row.data));
+    const retry = RetryRow.safeParse(value);
+    if (retry.success) seen.add(retryKey(retry.data));
   }
-  const rows = await sessionRows(parsed.data.executable, parsed.data.env, parsed.data.sessionId);
+  const rows = queryStore ? await sessionRows(parsed.data.executable, parsed.data.env, parsed.data.sessionId) : [];
   // Parts before messages, each in the order they were last written: a reply's message row says
   // the turn ended (`time.completed`, `finish`) only after its parts were written, and the engine
   // stops reading at the record that ends the turn, so those parts must come before it.
-  const fresh = rows.filter((r) => !seen.has(rowKey(r))).sort((a, b) => (a.kind === b.kind ? a.updated - b.updated : a.kind === 'part' ? -1 : 1));
-  if (fresh.length > 0) await fs.appendFile(file, fresh.map((r) => JSON.stringify(r) + '\n').join(''));
+  const fresh = rows
+    .filter((r) => !seen.has(rowKey(r)))
+    .sort((a, b) => (a.kind === b.kind ? a.updated - b.updated : a.kind === 'part' ? -1 : 1))
+    .map((r) => withMcpTool(r, parsed.data.mcpServers));
+  const log = await readLog(opencodeLogFile(opencodeDataDir(parsed.data.env)), state.logOffset);
+  state.logOffset = log.offset;
+  const retries = retriesIn(log.text, parsed.data.sessionId).filter((r) => !seen.has(retryKey(r)));
+  const out = [...fresh, ...retries];
+  if (out.length > 0) await fs.appendFile(file, out.map((r) => JSON.stringify(r) + '\n').join(''));
 }

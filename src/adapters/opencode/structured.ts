@@ -2,8 +2,8 @@ import { CalError } from '../../errors.js';
 import type { StructuredRunRequest, StructuredTransport, StructuredTurnResult } from '../types.js';
 import { stderrTail } from '../ndjson-process.js';
 import { cliMissingIfUnstarted, runJsonlProcess } from '../structured-process.js';
-import { sessionFlags } from './launch.js';
-import { mirrorPath, sessionExists, storeEnv, syncMirror } from './store.js';
+import { mcpServerNames, sessionFlags } from './launch.js';
+import { createSession, mirrorPath, sessionExists, sessionIdFor, storeEnv, syncMirror } from './store.js';
 
 /**
  * One turn of OpenCode on the structured transport: `opencode run --format json [-s <id>] <msg>`
@@ -43,6 +43,12 @@ async function runOpencodeTurn(req: StructuredRunRequest): Promise<StructuredTur
       throw new CalError('resume_unavailable', `OpenCode's store has no session ${req.sessionId} any more (deleted, or XDG_DATA_HOME changed)`);
     }
     resumeArgs.push('--session', req.sessionId);
+  } else if (req.sessionId) {
+    // The first turn runs in a session of an id derived from the handle's own (made empty just
+    // before, store.ts), so a cal that dies mid-turn leaves a session recover finds by the handle.
+    const sessionId = sessionIdFor(req.sessionId);
+    await createSession(req.cli, storeEnv(flags.env), req.config.cwd, sessionId);
+    resumeArgs.push('--session', sessionId);
   }
   const stream = new RunStream();
   const argv = [req.cli.realPath, 'run', '--format', 'json', ...resumeArgs, ...flags.argv];
@@ -66,11 +72,12 @@ async function runOpencodeTurn(req: StructuredRunRequest): Promise<StructuredTur
   const said = stderrTail(run.stderr, flags.env);
   const sessionId = stream.sessionId;
   if (!sessionId) throw new CalError('turn_failed', `opencode run ended (exit ${run.exitCode ?? run.signal}) before it named a session${said ? `: ${said}` : ''}`);
-  if (req.mode === 'resume' && sessionId !== req.sessionId) {
-    throw new CalError('resume_unavailable', `opencode run answered in session ${sessionId}, not in ${req.sessionId} it was told to resume`);
+  const expected = req.mode === 'resume' ? req.sessionId : req.sessionId ? sessionIdFor(req.sessionId) : null;
+  if (expected && sessionId !== expected) {
+    throw new CalError('resume_unavailable', `opencode run answered in session ${sessionId}, not in ${expected} it was told to use`);
   }
   const transcriptPath = mirrorPath(flags.env, sessionId);
-  await syncMirror(transcriptPath, { kind: 'opencode-mirror', sessionId, executable: req.cli.realPath, env: storeEnv(flags.env) });
+  await syncMirror(transcriptPath, { kind: 'opencode-mirror', sessionId, executable: req.cli.realPath, env: storeEnv(flags.env), mcpServers: mcpServerNames(req.config) });
   const base = { sessionId, tools: [], transcriptPath };
   if (req.signal?.aborted || run.signal === 'SIGINT' || stream.error?.name === 'MessageAbortedError') {
     return { ...base, status: 'interrupted', answer: null, error: stream.error?.message ?? 'interrupted' };

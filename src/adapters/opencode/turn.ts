@@ -1,6 +1,7 @@
 import { z } from '../../util/zod.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
 import type { TurnObservation, TurnObserver } from '../types.js';
+import { RetryRow } from './log.js';
 import { StoreRow } from './store.js';
 
 /**
@@ -10,7 +11,15 @@ import { StoreRow } from './store.js';
  * followed by another. The turn ended when the latest of them has `time.completed` and either an
  * `error` (`MessageAbortedError`: interrupted, any other: failed) or a finish that is not
  * "tool-calls" (completed). Measured on 1.18.33 (docs/opencode.md).
+ *
+ * A model request that keeps failing with a status OpenCode retries leaves no record in its store
+ * for about a minute; its log has one `stream error` a failed attempt, which cal mirrors as
+ * `retry` rows (log.ts). The turn fails at the MAX_ATTEMPTS-th attempt since the turn's latest
+ * step (as cal bounds Qwen Code's and Gemini CLI's retries), with OpenCode's error; the adapter's
+ * `afterFailKeys` then stop OpenCode's own retries in the pane.
  */
+export const MAX_ATTEMPTS = 3;
+
 const MessageData = z
   .object({
     role: z.enum(['user', 'assistant']),
@@ -63,8 +72,9 @@ export class OpencodeTurnObserver implements TurnObserver {
   private readonly needle: string;
   private readonly messages = new Map<string, MessageData>();
   private readonly order: string[] = [];
-  private readonly parts = new Map<string, { messageId: string; data: PartData }>();
+  private readonly parts = new Map<string, { messageId: string; data: PartData; mcpTool?: StoreRow['mcpTool'] }>();
   private ours: string | null = null;
+  private readonly retries: RetryRow[] = [];
   unknownRecords = 0;
 
   constructor(message: string, private readonly notBefore?: Date) {
@@ -73,6 +83,11 @@ export class OpencodeTurnObserver implements TurnObserver {
 
   feed(record: unknown): void {
     if (record !== null && typeof record === 'object' && (record as { kind?: unknown }).kind === 'opencode-mirror') return;
+    const retry = RetryRow.safeParse(record);
+    if (retry.success) {
+      this.retries.push(retry.data);
+      return;
+    }
     const parsed = parseRow(record);
     if (!parsed) {
       this.unknownRecords++;
@@ -82,7 +97,7 @@ export class OpencodeTurnObserver implements TurnObserver {
       if (!this.messages.has(parsed.row.id)) this.order.push(parsed.row.id);
       this.messages.set(parsed.row.id, parsed.message);
     } else if (parsed.part) {
-      this.parts.set(parsed.row.id, { messageId: parsed.row.messageId, data: parsed.part });
+      this.parts.set(parsed.row.id, { messageId: parsed.row.messageId, data: parsed.part, ...(parsed.row.mcpTool ? { mcpTool: parsed.row.mcpTool } : {}) });
     }
     if (this.ours === null) this.ours = this.findOurs();
   }
@@ -115,8 +130,16 @@ export class OpencodeTurnObserver implements TurnObserver {
   get observation(): TurnObservation {
     if (this.ours === null) return { phase: 'waiting' };
     const turnKey = this.ours;
-    const last = this.replies().at(-1);
-    if (!last || last.data.time.completed === undefined) return { phase: 'running', turnKey };
+    const replies = this.replies();
+    const last = replies.at(-1);
+    if (!last || last.data.time.completed === undefined) {
+      const failed = this.failedAttempts(replies);
+      if (failed.length >= MAX_ATTEMPTS) {
+        const error = `${failed.at(-1)?.error ?? 'the model request failed'} (OpenCode's attempt ${failed.length} failed; cal stops at ${MAX_ATTEMPTS})`;
+        return { phase: 'ended', status: 'failed', turnKey, answer: null, error };
+      }
+      return { phase: 'running', turnKey };
+    }
     const error = last.data.error;
     if (error) {
       const text = error.data?.message ?? error.name ?? 'OpenCode recorded an error';
@@ -128,6 +151,13 @@ export class OpencodeTurnObserver implements TurnObserver {
     return { phase: 'ended', status: 'completed', turnKey, answer: answer === '' ? null : answer, error: null };
   }
 
+  /** The failed model attempts OpenCode logged since our prompt and since the turn's latest finished step. */
+  private failedAttempts(replies: { data: MessageData }[]): RetryRow[] {
+    const prompt = this.ours ? this.messages.get(this.ours) : undefined;
+    const since = Math.max(prompt?.time.created ?? Infinity, ...replies.map((r) => r.data.time.completed ?? -Infinity));
+    return this.retries.filter((r) => r.at >= since);
+  }
+
   get partialAnswer(): string {
     if (this.ours === null) return '';
     return this.replies().map((r) => this.textOf(r.id)).filter((t) => t !== '').join('\n');
@@ -136,16 +166,18 @@ export class OpencodeTurnObserver implements TurnObserver {
   get tools(): ToolActivity[] {
     if (this.ours === null) return [];
     return this.replies().flatMap((r) =>
-      this.partsOf(r.id)
-        .filter((p) => p.type === 'tool')
-        .map((p): ToolActivity => {
+      [...this.parts.values()]
+        .filter((p) => p.messageId === r.id && p.data.type === 'tool')
+        .map(({ data: p, mcpTool: mcp }): ToolActivity => {
           const output = p.state?.output;
           const input = p.state?.input as { command?: unknown } | undefined;
-          const shell = p.tool === 'bash';
+          const shell = p.tool === 'bash' && !mcp;
           return {
-            kind: shell ? 'shell' : p.tool?.includes('_') ? 'mcp' : 'tool',
-            // A shell call is named by its command, as every adapter names it.
-            name: shell && typeof input?.command === 'string' ? input.command : (p.tool ?? 'tool'),
+            kind: shell ? 'shell' : mcp ? 'mcp' : 'tool',
+            // A shell call is named by its command, as every adapter names it; an MCP tool by its
+            // server and its own name, as cal noted them in the mirror (store.ts).
+            name: shell && typeof input?.command === 'string' ? input.command : (mcp?.name ?? p.tool ?? 'tool'),
+            ...(mcp ? { server: mcp.server } : {}),
             input: p.state?.input,
             ...(typeof output === 'string' ? { output } : {}),
             ...(p.state?.status ? { status: p.state.status } : {}),
