@@ -1,13 +1,12 @@
 import { spawn } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
-import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { baseEnv, runCal, scratchDir, type CalRun } from '../support/cal.js';
+import { baseEnv, runCal, type CalRun } from '../support/cal.js';
 import { calBin } from '../support/clis.js';
-import { startRedis, startWorker, stopChild, until, workerDirs, type RedisServer, type WorkerProcess } from '../support/fleet.js';
-import { fakeCli, timesSent } from '../support/structured-fakes.js';
+import { startRedis, startWorker, stopChild, until, type RedisServer, type WorkerProcess, standInFleet, standInWorker } from '../support/fleet.js';
+import { timesSent } from '../support/structured-fakes.js';
 
 /**
  * What runs while a turn runs, through the fleet (docs/fleet.md): `cal events --follow`, detached
@@ -37,19 +36,12 @@ describe('following, detaching and cancelling through the fleet', () => {
   };
 
   beforeAll(async () => {
-    root = realpathSync(await scratchDir('fleet-live'));
-    log = path.join(root, 'cursor.log');
-    const bin = path.join(root, 'bin');
-    work = path.join(root, 'work');
-    await fs.mkdir(bin);
-    await fs.mkdir(work);
-    await fs.symlink(fakeCli.cursor, path.join(bin, 'cursor-agent'));
+    const fleet = await standInFleet('fleet-live');
+    ({ root, log, work } = fleet);
     redis = await startRedis(root);
     clientEnv = baseEnv({ HOME: path.join(root, 'client-home') });
-    const dirs = workerDirs(root, 'm1');
-    await fs.mkdir(dirs.home, { recursive: true });
-    const env = baseEnv({ HOME: dirs.home, PATH: `${bin}:${process.env.PATH}`, FAKE_CURSOR_LOG: log, CURSOR_API_KEY: 'test', CAL_FLEET_LOCK_MS: '2000' });
-    worker = await startWorker(redis.url, 'm1', dirs.state, env);
+    const host = await standInWorker(fleet, 'm1', { CURSOR_API_KEY: 'test', CAL_FLEET_LOCK_MS: '2000' });
+    worker = await startWorker(redis.url, 'm1', host.state, host.env);
   }, 60_000);
 
   afterAll(async () => {

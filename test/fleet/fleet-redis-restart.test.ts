@@ -1,11 +1,10 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
-import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { baseEnv, runCal, scratchDir, type CalRun } from '../support/cal.js';
-import { startRedis, startWorker, stopChild, until, workerDirs, type RedisServer, type WorkerProcess } from '../support/fleet.js';
-import { fakeCli, timesSent } from '../support/structured-fakes.js';
+import { baseEnv, runCal, type CalRun } from '../support/cal.js';
+import { startRedis, startWorker, stopChild, until, type RedisServer, type WorkerProcess, standInFleet, standInWorker } from '../support/fleet.js';
+import { timesSent } from '../support/structured-fakes.js';
 
 /**
  * The fleet (docs/fleet.md, "Faults") across a Redis restart: redis-server with its append-only
@@ -26,21 +25,14 @@ describe('a fleet whose Redis restarts (with persistence) while turns run', () =
   const sent = (text: string) => timesSent(log, text);
 
   beforeAll(async () => {
-    root = realpathSync(await scratchDir('fleet-redis-restart'));
-    log = path.join(root, 'cursor.log');
-    const bin = path.join(root, 'bin');
-    work = path.join(root, 'work');
-    await fs.mkdir(bin);
-    await fs.mkdir(work);
+    const fleet = await standInFleet('fleet-redis-restart');
+    ({ root, log, work } = fleet);
     await fs.mkdir(path.join(root, 'redis'));
-    await fs.symlink(fakeCli.cursor, path.join(bin, 'cursor-agent'));
     redis = await startRedis(path.join(root, 'redis'), { appendonly: true });
     clientEnv = baseEnv({ HOME: path.join(root, 'client-home') });
-    const dirs = workerDirs(root, 'm1');
-    await fs.mkdir(dirs.home, { recursive: true });
-    const env = baseEnv({ HOME: dirs.home, PATH: `${bin}:${process.env.PATH}`, FAKE_CURSOR_LOG: log, CURSOR_API_KEY: 'test', CAL_FLEET_LOCK_MS: '2000' });
+    const host = await standInWorker(fleet, 'm1', { CURSOR_API_KEY: 'test', CAL_FLEET_LOCK_MS: '2000' });
     // One slot: a second start waits in the new-session queue while Redis restarts.
-    worker = await startWorker(redis.url, 'm1', dirs.state, env, ['--slots', '1']);
+    worker = await startWorker(redis.url, 'm1', host.state, host.env, ['--slots', '1']);
   }, 60_000);
 
   afterAll(async () => {

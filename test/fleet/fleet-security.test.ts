@@ -1,11 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
-import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { baseEnv, runCal, scratchDir, type CalRun } from '../support/cal.js';
-import { makeTlsFiles, startRedis, startWorker, stopChild, workerDirs, type RedisServer, type TlsFiles, type WorkerProcess } from '../support/fleet.js';
-import { fakeCli } from '../support/structured-fakes.js';
+import { baseEnv, runCal, type CalRun } from '../support/cal.js';
+import { makeTlsFiles, startRedis, startWorker, stopChild, type RedisServer, type TlsFiles, type WorkerProcess, standInFleet, standInWorker, workerDirs, type StandInFleet } from '../support/fleet.js';
 
 const password = 'pw-S3cret-in-the-url';
 const apiKey = 'sk-worker-key-never-through-redis';
@@ -22,18 +20,15 @@ describe('a fleet on a Redis with a password, plain and over TLS', () => {
   let tls: TlsFiles;
   let plain: RedisServer;
   let secure: RedisServer;
-  let work: string;
-  let bin: string;
+  let fleet: StandInFleet;
   const workers: WorkerProcess[] = [];
 
   const clientEnv = (more: Record<string, string> = {}) => baseEnv({ HOME: path.join(root, 'client-home'), CAL_TEST_CLIENT_SECRET: clientSecret, ...more });
   const trusted = () => clientEnv({ NODE_EXTRA_CA_CERTS: tls.ca });
   const cal = (url: string, args: string[], env = trusted()): Promise<CalRun> => runCal(['--fleet', url, ...args], { env, timeoutMs: 60_000 });
   const launch = async (url: string, host: string) => {
-    const dirs = workerDirs(root, host);
-    await fs.mkdir(dirs.home, { recursive: true });
-    const env = baseEnv({ HOME: dirs.home, PATH: `${bin}:${process.env.PATH}`, FAKE_CURSOR_LOG: path.join(root, 'cursor.log'), CURSOR_API_KEY: apiKey, NODE_EXTRA_CA_CERTS: tls.ca });
-    workers.push(await startWorker(url, host, dirs.state, env));
+    const { state, env } = await standInWorker(fleet, host, { CURSOR_API_KEY: apiKey, NODE_EXTRA_CA_CERTS: tls.ca });
+    workers.push(await startWorker(url, host, state, env));
   };
   /** Every value Redis holds (strings, hashes, lists, sets, streams), as one text. */
   const everything = (server: RedisServer) =>
@@ -45,13 +40,9 @@ describe('a fleet on a Redis with a password, plain and over TLS', () => {
     );
 
   beforeAll(async () => {
-    root = realpathSync(await scratchDir('fleet-security'));
+    fleet = await standInFleet('fleet-security');
+    root = fleet.root;
     tls = makeTlsFiles(root);
-    bin = path.join(root, 'bin');
-    work = path.join(root, 'work');
-    await fs.mkdir(bin);
-    await fs.mkdir(work);
-    await fs.symlink(fakeCli.cursor, path.join(bin, 'cursor-agent'));
     plain = await startRedis(root, { password });
     secure = await startRedis(root, { password, tls });
     await launch(plain.url, 'p1');
@@ -68,7 +59,7 @@ describe('a fleet on a Redis with a password, plain and over TLS', () => {
   it('sessions start and continue through redis://:password@ and rediss://:password@ (the test CA given in NODE_EXTRA_CA_CERTS)', async () => {
     expect(secure.url).toMatch(/^rediss:\/\/:.+@127\.0\.0\.1:\d+$/);
     for (const [url, host] of [[plain.url, 'p1'], [secure.url, 't1']] as const) {
-      const s = await cal(url, ['start', '--provider', 'cursor', '--cwd', work, '--json', `Remember the codeword ${host.toUpperCase()}OK.`]);
+      const s = await cal(url, ['start', '--provider', 'cursor', '--cwd', fleet.work, '--json', `Remember the codeword ${host.toUpperCase()}OK.`]);
       expect(s.code, s.stderr).toBe(0);
       expect(s.json.host).toBe(host);
       const c = await cal(url, ['continue', s.json.handle, '--json', 'What was the codeword?']);

@@ -1,11 +1,10 @@
 import fs from 'node:fs/promises';
-import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { Queue, QueueEvents } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSessions } from '../../src/index.js';
-import { baseEnv, runCal, scratchDir, type CalRun } from '../support/cal.js';
-import { startRedis, startWorker, stopChild, until, workerDirs, type RedisServer, type WorkerProcess } from '../support/fleet.js';
+import { baseEnv, runCal, type CalRun } from '../support/cal.js';
+import { startRedis, startWorker, stopChild, until, type RedisServer, type WorkerProcess, standInFleet, standInWorker, workerDirs, type StandInFleet } from '../support/fleet.js';
 import { fakeCli, timesSent } from '../support/structured-fakes.js';
 
 /**
@@ -20,27 +19,20 @@ describe('a fleet of three workers on a real Redis', () => {
   const workers = new Map<string, WorkerProcess>();
   let clientEnv: Record<string, string>;
   let log: string;
-  let bin: string;
+  let fleet: StandInFleet;
   let work: string;
 
-  const workerEnv = (host: string) => baseEnv({ HOME: workerDirs(root, host).home, PATH: `${bin}:${process.env.PATH}`, FAKE_CURSOR_LOG: log, CURSOR_API_KEY: 'sk-never-through-redis', CAL_FLEET_LOCK_MS: '2000', TMUX_TMPDIR: path.join(root, host) });
   const launch = async (host: string) => {
-    const dirs = workerDirs(root, host);
-    await fs.mkdir(dirs.home, { recursive: true });
-    workers.set(host, await startWorker(redis.url, host, dirs.state, workerEnv(host), ['--slots', '2']));
+    const worker = await standInWorker(fleet, host, { CURSOR_API_KEY: 'sk-never-through-redis', CAL_FLEET_LOCK_MS: '2000', TMUX_TMPDIR: path.join(root, host) });
+    workers.set(host, await startWorker(redis.url, host, worker.state, worker.env, ['--slots', '2']));
   };
   const cal = (args: string[]): Promise<CalRun> => runCal(['--fleet', redis.url, ...args], { env: clientEnv });
   const start = (message: string, ...more: string[]) => cal(['start', '--provider', 'cursor', '--cwd', work, '--json', ...more, message]);
   const turnsSent = (text: string) => timesSent(log, text);
 
   beforeAll(async () => {
-    root = realpathSync(await scratchDir('fleet'));
-    log = path.join(root, 'cursor.log');
-    bin = path.join(root, 'bin');
-    work = path.join(root, 'work');
-    await fs.mkdir(bin);
-    await fs.mkdir(work);
-    await fs.symlink(fakeCli.cursor, path.join(bin, 'cursor-agent'));
+    fleet = await standInFleet('fleet');
+    ({ root, log, work } = fleet);
     redis = await startRedis(root);
     clientEnv = baseEnv({ HOME: path.join(root, 'client-home') });
     await Promise.all(['m1', 'm2', 'm3'].map(launch));

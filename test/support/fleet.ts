@@ -1,8 +1,11 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { realpathSync, writeFileSync } from 'node:fs';
+import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
+import { baseEnv, scratchDir } from './cal.js';
 import { calBin } from './clis.js';
+import { fakeCli } from './structured-fakes.js';
 
 /**
  * A real redis-server and real `cal worker` processes for the fleet's tests (docs/fleet.md):
@@ -100,3 +103,28 @@ export async function until(check: () => boolean | Promise<boolean>, what: strin
 }
 
 export const workerDirs = (root: string, host: string) => ({ state: path.join(root, host, 'state'), home: path.join(root, host, 'home') });
+
+/** A fleet test's scratch folder with the Cursor CLI stand-in as `bin/cursor-agent`, the log it writes, and a folder to work in. */
+export interface StandInFleet {
+  root: string;
+  bin: string;
+  work: string;
+  /** Where the stand-in logs every message it is sent (timesSent reads it). */
+  log: string;
+}
+
+export async function standInFleet(prefix: string): Promise<StandInFleet> {
+  const root = realpathSync(await scratchDir(prefix));
+  const fleet = { root, bin: path.join(root, 'bin'), work: path.join(root, 'work'), log: path.join(root, 'cursor.log') };
+  await fs.mkdir(fleet.bin);
+  await fs.mkdir(fleet.work);
+  await fs.symlink(fakeCli.cursor, path.join(fleet.bin, 'cursor-agent'));
+  return fleet;
+}
+
+/** A worker host's folders on a stand-in fleet (its HOME made) and its environment: the stand-in first on PATH, plus `extra`. */
+export async function standInWorker(fleet: StandInFleet, host: string, extra: Record<string, string>): Promise<{ state: string; env: Record<string, string> }> {
+  const dirs = workerDirs(fleet.root, host);
+  await fs.mkdir(dirs.home, { recursive: true });
+  return { state: dirs.state, env: baseEnv({ HOME: dirs.home, PATH: `${fleet.bin}:${process.env.PATH}`, FAKE_CURSOR_LOG: fleet.log, ...extra }) };
+}
