@@ -307,6 +307,13 @@ export interface CliAdapter {
    */
   readonly stallKeys?: StallKeys;
   /**
+   * Optional: the keys that answer a start-up dialog which `prepare` already answered in the
+   * CLI's config, when the screen of a just-launched pane shows it anyway (the CLI lost the
+   * answer to a concurrent rewrite of its config): null when the screen shows no such dialog.
+   * Only an answer cal already gave is given again, never a new one.
+   */
+  preAnsweredDialogKeys?(screen: string): string[] | null;
+  /**
    * Keys that empty the prompt after a turn ended interrupted, for a TUI that puts the interrupted
    * message back in its input (Qwen Code): pressed once then, so the next paste is not appended
    * to it. Unset: nothing is pressed.

@@ -1,5 +1,6 @@
 import { randomBytes } from '../util/random.js';
-import { INTERRUPT_KEY_GAP_MS, type LaunchRequest, type TurnObserver } from '../adapters/types.js';
+import type { LaunchRequest, TurnObserver } from '../adapters/types.js';
+import { preAnsweredDialogs, pressOneByOne } from './pane-keys.js';
 import { CalError } from '../errors.js';
 import type { PinnedCli, ProviderHandle, TmuxLocation } from '../handles/schema.js';
 import { waitForChange } from '../transcripts/jsonl-tail.js';
@@ -162,6 +163,7 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
   let signalOffset = handle.signals?.offset ?? 0;
   let recorded = false;
   let resubmits = 0;
+  const answerDialogs = mode !== 'paste' ? preAnsweredDialogs(adapter, tmux, location.paneId) : null;
   let lastPaneCheck = paneCheckedAt;
   let lastTmuxCheck = paneCheckedAt;
   // Trusted only once tmux has shown this process in the handle's pane: just launched, just
@@ -299,6 +301,7 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
           outcome: { status: 'lost', answer: null, error: `the ${adapter.name} process ended before the turn recorded its end`, turnKey: observerKey(observer), tools: observer.tools },
         };
       }
+      if (!recorded && cancelledAt === null) await answerDialogs?.(now - sentAt.getTime());
       const takeBound = promptBound(adapter.promptRecordedWithinMs, mode, pasted);
       if (takeBound !== null && !recorded && cancelledAt === null && now - sentAt.getTime() > takeBound) {
         const screen = lastWords(await tmux.capture(location.paneId));
@@ -364,14 +367,6 @@ function promptBound(withinMs: number | undefined, mode: Mode, pasted: boolean):
   if (!withinMs) return null;
   if (mode === 'paste') return pasted ? withinMs : null;
   return withinMs * 3;
-}
-
-/** Keys one at a time, INTERRUPT_KEY_GAP_MS apart: two Escapes in one write read as Alt+Escape. */
-async function pressOneByOne(tmux: { sendKeys(paneId: string, keys: string[]): Promise<unknown> }, paneId: string, keys: readonly string[]): Promise<void> {
-  for (const [i, key] of keys.entries()) {
-    if (i > 0) await new Promise((r) => setTimeout(r, INTERRUPT_KEY_GAP_MS));
-    await tmux.sendKeys(paneId, [key]);
-  }
 }
 
 function observerKey(observer: TurnObserver): string | null {

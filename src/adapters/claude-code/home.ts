@@ -161,3 +161,26 @@ export async function createManagedHome(dir: string): Promise<void> {
   await fs.mkdir(dir, { recursive: true, mode: 0o700 });
   await fs.writeFile(path.join(dir, MANAGED_HOME_MARKER), 'This HOME is managed by cal; it may pre-answer CLI dialogs here.\n', { mode: 0o600 });
 }
+
+/** A screen row without the dialog box's side borders (2.0.x draws `│` on both sides). */
+const rowText = (line: string) => line.replace(/^\s*│/, '').replace(/│\s*$/, '').trim();
+
+/**
+ * The keys that accept the folder-trust dialog on this screen (the answer preAnswerDialogs wrote
+ * for the folder), or null when the screen shows none. The options are rows of their own, the
+ * selected one opening with `❯`: 2.1.328 lists "No, exit" first, selected, then "Yes, I trust
+ * this folder"; 2.0.12 lists "1. Yes, proceed" first (both measured). So the keys move from the
+ * selected row to the Yes row, then Enter.
+ */
+export function trustDialogKeys(screen: string): string[] | null {
+  const rows = screen.split('\n').map(rowText);
+  if (!rows.some((row) => /\btrust\b/i.test(row))) return null;
+  const yes = rows.findIndex((row) => /^(?:❯\s*)?(?:\d+\.\s*)?Yes, (?:I trust this folder|proceed)$/.test(row));
+  if (yes < 0) return null;
+  // The selected option is within the few rows of the option list, not the prompt box elsewhere.
+  const near = [-3, -2, -1, 0, 1, 2, 3].map((d) => yes + d).filter((i) => rows[i]?.startsWith('❯') && /^❯\s*(?:\d+\.\s*)?(?:Yes|No)\b/.test(rows[i] ?? ''));
+  const selected = near[0];
+  if (selected === undefined) return null;
+  const moves = yes - selected;
+  return [...Array<string>(Math.abs(moves)).fill(moves > 0 ? 'Down' : 'Up'), 'Enter'];
+}

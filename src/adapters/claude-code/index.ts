@@ -4,7 +4,7 @@ import type { PinnedCli } from '../../handles/schema.js';
 import { findExecutable, pinCli } from '../resolve.js';
 import { pinSupported, type SupportedVersions } from '../versions.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, PromptMatch, ScriptedEnvOptions, SessionConfig, TranscriptBinding } from '../types.js';
-import { createManagedHome, preAnswerDialogs } from './home.js';
+import { createManagedHome, preAnswerDialogs, trustDialogKeys } from './home.js';
 import { claudeEnv, launchEnv, sessionFlags, transcriptCandidates, claudeToolPolicies } from './launch.js';
 import { blockedPrompt, classifyRecord, normaliseForMatch, userText } from './records.js';
 import { writeHookSettings } from './signals.js';
@@ -125,6 +125,11 @@ export const claudeCodeAdapter: CliAdapter = {
   // turn is "running" seconds before a delayed reply), so a message unrecorded after this long
   // sits in a dialog (theme picker, an auto-mode notice), not in a slow turn.
   promptRecordedWithinMs: 20_000,
+
+  // prepare trusts the folder in ~/.claude.json, but a Claude Code starting meanwhile in the same
+  // HOME can rewrite that file without the entry before this pane's CLI reads it (16 starts at
+  // once): the pane then shows the trust dialog, which gets the answer cal already gave.
+  preAnsweredDialogKeys: trustDialogKeys,
 
   /**
    * The input box sits between two rules, its row opening with `❯` (`>` before 2.1); Ctrl-U
