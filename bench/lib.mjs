@@ -11,6 +11,10 @@ export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 export const calBin = path.join(root, 'bin', 'cal.cjs');
 export const binDir = path.join(root, 'node_modules', '.bin');
 export const now = () => performance.timeOrigin + performance.now();
+/** The record Claude Code writes into its transcript when a turn ends. */
+export const TURN_END = '"subtype":"turn_duration"';
+/** Whether a run's answer is the scripted model's recall of `word`. */
+export const codeword = (run, word) => run.stdout.includes(`The codeword was ${word}.`);
 
 export const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -154,7 +158,7 @@ export async function untilQuiet({ busyBelow = 0.15, maxMs = 20_000 } = {}) {
 const fmt = (ms) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(1)} ms`);
 export { fmt };
 
-/** The report: one row per target, measured value, limit, ratio to the limit, PASS/MISS. */
+/** The report: one row per target, measured value, limit, ratio to the limit, PASS/FAIL. */
 export class Report {
   rows = [];
   notes = [];
@@ -179,6 +183,11 @@ export class Report {
   /** A target whose ratio was measured elsewhere (another bench script). */
   ratio(target, ratio, factor, pass, detail = '') {
     this.rows.push({ target, measured: `${ratio.toFixed(2)}x`, limit: `≤ ${factor.toFixed(2)}x`, ratio, ratioText: `${ratio.toFixed(2)}x`, pass, detail });
+  }
+
+  /** A figure with no target: shown in the table, never a FAIL. */
+  measured(target, measured, ratio, detail = '') {
+    this.rows.push({ target, measured, limit: '-', ratio, ratioText: `${ratio.toFixed(2)}x`, pass: true, noTarget: true, detail });
   }
 
   failed(target, why) {
@@ -206,10 +215,11 @@ export class Report {
     ];
     for (const r of this.rows) {
       const ratio = r.ratioText ?? (Number.isNaN(r.ratio) ? '-' : r.ratio.toFixed(2));
-      lines.push(`| ${cell(r.target)} | ${cell(r.measured)} | ${cell(r.limit)} | ${ratio} | ${r.pass ? 'PASS' : 'MISS'} |`);
+      lines.push(`| ${cell(r.target)} | ${cell(r.measured)} | ${cell(r.limit)} | ${ratio} | ${r.noTarget ? '-' : r.pass ? 'PASS' : 'FAIL'} |`);
     }
     const misses = this.rows.filter((r) => !r.pass).length;
-    lines.push('', `${this.rows.length - misses} of ${this.rows.length} targets met.`);
+    const targets = this.rows.filter((r) => !r.noTarget).length;
+    lines.push('', `${targets - misses} of ${targets} targets met.`);
     if (this.notes.length > 0) lines.push('', ...this.notes.map((n) => `- ${cell(n)}`));
     return `${lines.join('\n')}\n`;
   }
@@ -217,13 +227,14 @@ export class Report {
   print() {
     const lines = [];
     for (const r of this.rows) {
-      lines.push(`${r.pass ? 'PASS' : 'MISS'}  ${r.target}`);
+      lines.push(`${r.noTarget ? '    ' : r.pass ? 'PASS' : 'FAIL'}  ${r.target}`);
       lines.push(`      measured ${r.measured}; target ${r.limit}; ratio ${r.ratioText ?? (Number.isNaN(r.ratio) ? '-' : r.ratio.toFixed(2))}`);
       if (r.detail) lines.push(`      ${r.detail}`);
     }
     for (const n of this.notes) lines.push(`note: ${n}`);
     const misses = this.rows.filter((r) => !r.pass).length;
-    lines.push(`${this.rows.length - misses} of ${this.rows.length} targets met`);
+    const targets = this.rows.filter((r) => !r.noTarget).length;
+    lines.push(`${targets - misses} of ${targets} targets met`);
     console.log(lines.join('\n'));
     return misses;
   }

@@ -5,8 +5,9 @@
 // `flock /tmp/cal-realcli.lock npm run bench` on a shared machine. BENCH_RUNS sets the number
 // of rounds per target (default 7; medians are reported).
 //
-// The structured transport's ratio comes from bench/structured.mjs when that script is there
-// (every CLI with a structured transport, against its own resume); else Codex is measured here.
+// Every CLI on both transports (a row each: cal's continue against what a script would run
+// instead, with where cal's own time goes) comes from bench/clis.mjs; BENCH_CLIS=pi,codex picks
+// some of them.
 //
 // cal's own time on a live pane is read from cal's timing trace (CAL_TRACE_TIMING): process
 // start (taken here, right before the spawn) to the `paste-sent` mark, plus the end-of-turn
@@ -15,15 +16,15 @@
 // it, as a note: the same continue from a program with cal loaded (bench/live-library.mjs).
 import { randomUUID } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Report, binDir, calBin, calTimed, fmt, median, must, now, root, timed, untilQuiet, versionOf, watchFor } from './lib.mjs';
+import { Report, TURN_END, binDir, calBin, calTimed, codeword, fmt, median, must, now, root, timed, untilQuiet, versionOf, watchFor } from './lib.mjs';
+import { inSessionsOfTheirOwn, throughLibrary, withoutCal } from './concurrent-notes.mjs';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 7);
 const CONCURRENT = 16;
-const TURN_END = '"subtype":"turn_duration"';
 const claudeExtraEnv = { DISABLE_AUTOUPDATER: '1', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_TELEMETRY: '1', DISABLE_ERROR_REPORTING: '1' };
 
 const { startModelServer } = await import(path.join(root, 'dist', 'model', 'server.js'));
@@ -44,7 +45,6 @@ const benchSocket = path.join(scratch, 'bare-tmux.sock');
 const stateDirs = [state];
 const cal = (args, env = claudeEnv, dir = state) => timed(process.execPath, [calBin, '--state-dir', dir, ...args], { env });
 const handleOf = (run) => /handle: (\S+)/.exec(run.stderr)?.[1];
-const codeword = (run, word) => run.stdout.includes(`The codeword was ${word}.`);
 
 function header() {
   const [l1, l5] = os.loadavg();
@@ -195,70 +195,32 @@ async function inspect200(s) {
   report.absolute(`\`cal inspect --json\` of 200 handles (${turns.length} turns each) ≤ 300 ms`, median(times), 300);
 }
 
-/** Codex structured: cal continue against `codex exec resume --json` of an equivalent thread. */
-async function codexStructured() {
-  const dir = path.join(scratch, 'codex');
-  const codexWork = path.join(dir, 'work');
-  await fs.mkdir(codexWork, { recursive: true });
-  const env = await AgentSessions.scriptedModelEnv('codex', dir, server.url, base);
-  const start = must(await cal(['start', '--provider', 'codex', '--transport', 'structured', '--cwd', codexWork, 'Remember the codeword CODEX.'], env), 'cal start codex');
-  const handle = handleOf(start);
-  const native = JSON.parse(must(await cal(['inspect', handle, '--json'], env), 'cal inspect').stdout).provider.cli.realPath;
-  const first = must(await timed(path.join(binDir, 'codex'), ['exec', '--json', '--skip-git-repo-check', '--', 'Remember the codeword CODEX.'], { env, cwd: codexWork }), 'codex exec');
-  const thread = first.stdout.split('\n').map((l) => { try { return JSON.parse(l); } catch { return {}; } }).find((e) => e.type === 'thread.started')?.thread_id;
-  if (!thread) throw new Error('codex exec started no thread');
-  const calTimes = [];
-  const bareTimes = [];
-  const nativeTimes = [];
-  for (let i = 0; i < RUNS; i++) {
-    const message = `What was the codeword? (codex ${i})`;
-    const run = must(await cal(['continue', handle, message], env), 'cal continue codex');
-    if (!codeword(run, 'CODEX')) throw new Error(`cal continue (codex) answered ${JSON.stringify(run.stdout)}`);
-    calTimes.push(run.ms);
-    const args = ['exec', 'resume', '--json', '--skip-git-repo-check', '--', thread, message];
-    const b = must(await timed(path.join(binDir, 'codex'), args, { env, cwd: codexWork }), 'codex exec resume');
-    if (!codeword(b, 'CODEX')) throw new Error(`codex exec resume answered ${JSON.stringify(b.stdout)}`);
-    bareTimes.push(b.ms);
-    const n = must(await timed(native, args, { env, cwd: codexWork }), 'codex (native) exec resume');
-    if (!codeword(n, 'CODEX')) throw new Error(`native codex exec resume answered ${JSON.stringify(n.stdout)}`);
-    nativeTimes.push(n.ms);
+/**
+ * Every CLI on both transports against what a script would run instead (bench/clis.mjs): one row
+ * per provider and transport, a target where one is set, the measured ratio everywhere, and
+ * where cal's own time goes in each.
+ */
+async function perCli() {
+  const { benchAll, PROVIDERS, TARGETS, phaseText } = await import('./clis.mjs');
+  const providers = process.env.BENCH_CLIS ? process.env.BENCH_CLIS.split(',') : PROVIDERS;
+  for (const r of await benchAll(providers)) {
+    if (r.error) {
+      report.failed(`\`cal continue\` on ${r.provider} (tmux and structured)`, r.error);
+      continue;
+    }
+    const bare = median(r.rows.bare);
+    for (const kind of ['tmux', 'structured']) {
+      const cal = median(r.rows[kind].cal);
+      const against = kind === 'tmux' ? "the CLI's headless resume" : 'the same command run bare';
+      const target = TARGETS[`${r.provider} ${kind}`];
+      const name = `\`${r.provider}\` ${r.version} ${kind}: \`cal continue\` vs ${against}`;
+      const detail = phaseText(kind, r.rows[kind].phases, r.rows[kind].storeReads);
+      if (target === undefined) report.measured(name, `${fmt(cal)} vs ${fmt(bare)}`, cal / bare, detail);
+      else report.relative(name, cal, bare, target, 'bare', detail);
+    }
   }
-  report.relative(
-    '`cal continue` on Codex structured ≤ 1.15x `codex exec resume --json`',
-    median(calTimes),
-    median(bareTimes),
-    1.15,
-    'codex exec resume --json',
-    `against the native binary the npm wrapper starts (no node start-up): ${fmt(median(nativeTimes))}, ${(median(calTimes) / median(nativeTimes)).toFixed(2)}x`,
-  );
 }
 
-/**
- * The structured transport against each CLI's own resume, by bench/structured.mjs (its own
- * script, run here as a child so its rows land in this report); without that script, Codex only.
- */
-async function structured() {
-  const script = path.join(root, 'bench', 'structured.mjs');
-  if (!existsSync(script)) return step('`cal continue` on Codex structured', codexStructured, 'structured');
-  const env = { ...process.env, ...(process.env.BENCH_RUNS ? { BENCH_TURNS: process.env.BENCH_RUNS } : {}) };
-  const run = await timed(process.execPath, [script], { env });
-  const lines = run.stdout.split('\n');
-  let found = 0;
-  for (let i = 0; i < lines.length; i++) {
-    const head = /^(\S+) (\S+), /.exec(lines[i]);
-    // The provider's block runs to the next provider's header line.
-    const end = lines.findIndex((l, k) => k > i && /^\S+ \S+, /.test(l));
-    const block = lines.slice(i + 1, end === -1 ? lines.length : end);
-    const verdict = head && block.map((l) => /ratio ([\d.]+)x\s+(PASS|MISS) \(target ≤ ([\d.]+)x\)/.exec(l)).find(Boolean);
-    if (!head || !verdict) continue;
-    found++;
-    const [, provider, version] = head;
-    const [, ratio, pass, factor] = verdict;
-    const detail = block.filter((l) => /bare CLI resume|native binary|cal continue/.test(l)).map((l) => l.trim().replace(/\s+/g, ' ')).join('; ');
-    report.ratio(`\`cal continue\` on ${provider} ${version} structured ≤ ${factor}x the bare CLI's resume (bench/structured.mjs)`, Number(ratio), Number(factor), pass === 'PASS', detail);
-  }
-  if (run.code !== 0 && found === 0) report.failed('`cal continue` on the structured transport (bench/structured.mjs)', `exited ${run.code}: ${(run.stderr || run.stdout).trim().slice(-400)}`);
-}
 
 /**
  * 16 Claude sessions continued at once: every answer right, the slowest within 3x the fastest.
@@ -305,88 +267,15 @@ async function concurrent() {
   );
   // Context only, one round each: what goes wrong there is a note, never the target's verdict.
   const context = async (what, fn) => untilQuiet().then(fn).catch((err) => report.notes.push(`${what} could not be measured: ${err instanceof Error ? err.message : String(err)}`));
-  await context(`the ${CONCURRENT} panes without cal`, () => withoutCal(dir, handles));
-  await context(`the ${CONCURRENT} cals in sessions of their own`, () => inSessionsOfTheirOwn(dir, handles));
-  await context(`the ${CONCURRENT} continues through the library`, () => throughLibrary(dir, handles));
+  const notes = { dir, handles, env: claudeEnv, report };
+  await context(`the ${CONCURRENT} panes without cal`, () => withoutCal(notes));
+  await context(`the ${CONCURRENT} cals in sessions of their own`, () => inSessionsOfTheirOwn(notes));
+  await context(`the ${CONCURRENT} continues through the library`, () => throughLibrary(notes));
 }
 
 const quietly = (q) => (q.busy === null ? `begun after ${fmt(q.waitedMs)}` : `begun with the CPU ${(100 * q.busy).toFixed(0)}% busy, after ${fmt(q.waitedMs)} waiting for quiet`);
 
-const spread = (times) => {
-  const fastest = Math.min(...times);
-  const slowest = Math.max(...times);
-  return `fastest ${fmt(fastest)}, median ${fmt(median(times))}, slowest ${fmt(slowest)}, ${(slowest / fastest).toFixed(2)}x`;
-};
-
-/** Linux's autogroup setting (CPU shared between sessions before processes), or null elsewhere. */
-function autogroup() {
-  try {
-    return readFileSync('/proc/sys/kernel/sched_autogroup_enabled', 'utf8').trim() === '1' ? 'on' : 'off';
-  } catch {
-    return null;
-  }
-}
-
-/**
- * For the reader of the 16-at-once row, not a target: the same 16 `cal continue`s, each started
- * in a session of its own (`setsid -w`). Where the kernel shares the CPU between sessions first
- * (Linux autogroup), the 16 cals of one script are one group against the 16 panes, each a session
- * of its own (tmux gives every pane one): while k turns run, the cals still starting share one
- * (k + 1)th of the cores between them, which is what spreads the target row's turns.
- */
-async function inSessionsOfTheirOwn(dir, handles) {
-  if (spawnSync('setsid', ['--version']).status !== 0) throw new Error('no setsid(1) on this machine');
-  const runs = await Promise.all(
-    handles.map((h, i) => timed('setsid', ['-w', process.execPath, calBin, '--state-dir', dir, 'continue', h, `What was the codeword? (own session ${i})`], { env: claudeEnv })),
-  );
-  const wrong = runs.filter((r, i) => r.code !== 0 || !codeword(r, `CW${i}`)).length;
-  if (wrong) throw new Error(`${wrong} of ${CONCURRENT} answered wrong`);
-  report.notes.push(`the same ${CONCURRENT} cals, each in a session of its own (\`setsid -w cal continue …\`; autogroup ${autogroup() ?? 'not on this kernel'}): ${spread(runs.map((r) => r.ms))}`);
-}
-
-/** For the reader, not a target: the same 16 continued at once by one program through the library. */
-async function throughLibrary(dir, handles) {
-  const { openSessions } = await import(path.join(root, 'dist', 'index.js'));
-  const sessions = await openSessions({ stateDir: dir, env: claudeEnv });
-  const results = await Promise.all(
-    handles.map(async (h, i) => {
-      const t0 = now();
-      const { turn } = await sessions.continue(h, `What was the codeword? (library ${i})`);
-      return { ms: now() - t0, right: turn.answer?.includes(`The codeword was CW${i}.`) === true };
-    }),
-  );
-  const wrong = results.filter((r) => !r.right).length;
-  if (wrong) throw new Error(`${wrong} of ${CONCURRENT} answered wrong`);
-  report.notes.push(`the same ${CONCURRENT} continued at once through the library, in this process: ${spread(results.map((r) => r.ms))}`);
-}
-
-/**
- * For the reader of the 16-at-once row, not a target: the same 16 live panes sent a message at once
- * without cal (tmux send-keys from this process, each turn timed to its end record in the
- * transcript), so the spread that Claude's own turns make on these cores is seen beside cal's.
- */
-async function withoutCal(dir, handles) {
-  const views = [];
-  for (const h of handles) views.push(JSON.parse(must(await cal(['inspect', h, '--json'], claudeEnv, dir), 'cal inspect (16)').stdout));
-  const socket = await tmuxSocketFor(path.join(dir, 'tmux'));
-  const times = await Promise.all(
-    views.map(async (v, i) => {
-      const pane = v.panes.find((p) => p.endedAt === null)?.tmux.paneId;
-      if (!pane) throw new Error(`handle ${v.id} has no live pane`);
-      const watch = watchFor(v.provider.transcript.path, TURN_END);
-      const t0 = now();
-      must(await timed('tmux', ['-S', socket, 'send-keys', '-t', pane, '-l', `What was the codeword? (without cal ${i})`]), 'tmux send-keys');
-      // Typed text and its Enter apart, as a person types: an Enter in the same breath can be swallowed.
-      await new Promise((r) => setTimeout(r, 50));
-      must(await timed('tmux', ['-S', socket, 'send-keys', '-t', pane, 'Enter']), 'tmux send-keys Enter');
-      const endAt = await watch.wait(60_000).finally(() => watch.stop());
-      return endAt - t0;
-    }),
-  );
-  report.notes.push(`the same ${CONCURRENT} panes sent a message at once without cal (tmux send-keys, timed to each turn's end record): ${spread(times)}`);
-}
-
-// BENCH_ONLY=live,loss (keys: startup, inspect, live, loss, structured, concurrent) runs only
+// BENCH_ONLY=live,loss (keys: startup, inspect, live, loss, clis, concurrent) runs only
 // those targets: for working on one of them; a full run is what the README reports.
 const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : null;
 
@@ -430,7 +319,7 @@ try {
   }
   // The panes of the targets above are ended, so the concurrency target has the cores to itself.
   for (const dir of stateDirs) spawnSync('tmux', ['-S', await tmuxSocketFor(path.join(dir, 'tmux')), 'kill-server']);
-  await step('`cal continue` on the structured transport', structured, 'structured');
+  await step('`cal continue` on every CLI and transport', perCli, 'clis');
   await step(`${CONCURRENT} sessions continued at once`, concurrent, 'concurrent');
   const [l1, l5] = os.loadavg();
   report.notes.push(`load average at the end ${l1.toFixed(2)}/${l5.toFixed(2)}; on a loaded machine every figure grows (compare \`node -e 0\` above with about 40 ms on a quiet one)`);

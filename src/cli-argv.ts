@@ -8,7 +8,7 @@
 export function commandIndex(args: readonly string[]): number {
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
-    if (arg === '--state-dir' || arg === '--fleet') i++;
+    if (arg === '--state-dir' || arg === '--fleet' || arg === '--fleet-password-file') i++;
     else if (arg === '--') return -1;
     else if (!arg.startsWith('-')) return i;
   }
@@ -36,5 +36,5 @@ export function stateDirArg(args: readonly string[]): string | undefined {
 /** Whether the command runs through a fleet (`--fleet` in either form, or CAL_FLEET): nothing of it runs on this machine. */
 export function fleetArg(args: readonly string[], env: NodeJS.ProcessEnv): boolean {
   const end = args.indexOf('--');
-  return Boolean(env.CAL_FLEET) || (end === -1 ? args : args.slice(0, end)).some((a) => a === '--fleet' || a.startsWith('--fleet='));
+  return Boolean(env.CAL_FLEET) || (end === -1 ? args : args.slice(0, end)).some((a) => a === '--fleet' || a.startsWith('--fleet=') || a.startsWith('--fleet-password-file'));
 }

@@ -26,6 +26,7 @@ export const commandModules: Record<string, () => Promise<CommandModule>> = {
   attach: () => import('./commands/attach.js'),
   reap: () => import('./commands/reap.js'),
   inspect: () => import('./commands/inspect.js'),
+  ls: () => import('./commands/ls.js'),
   show: () => import('./commands/show.js'),
   wait: () => import('./commands/wait.js'),
   events: () => import('./commands/events.js'),
@@ -40,9 +41,13 @@ export const commandModules: Record<string, () => Promise<CommandModule>> = {
   'model env': () => import('./commands/model-env.js'),
 };
 
+/** Other words for a command (its spec's aliases), so that only its module is loaded for them too. */
+export const commandAliases: Record<string, string> = { list: 'ls' };
+
 /** The specs a run needs: the one named command, none for a bare --version, all for help or an unknown word. */
 export async function specsFor(args: readonly string[]): Promise<CommandSpec[]> {
-  const word = commandWord(args);
+  const given = commandWord(args);
+  const word = given === null ? null : (commandAliases[given] ?? given);
   // A group word (`model`) loads the module of the subcommand named after it, else all of the group's.
   const sub = word === null ? undefined : commandModules[`${word} ${args[commandIndex(args) + 1] ?? ''}`];
   const group = word === null ? [] : Object.entries(commandModules).filter(([key]) => key === word || key.startsWith(`${word} `)).map(([, load]) => load);
@@ -60,6 +65,7 @@ export function buildProgram(specs: readonly CommandSpec[], setExit: (code: numb
     .version(calVersion(), '-V, --version')
     .option('--state-dir <dir>', 'state directory (default: $CAL_STATE_DIR or ~/.local/state/cal)')
     .option('--fleet <url>', 'run through a fleet of cal workers on this Redis (default: $CAL_FLEET; docs/fleet.md)')
+    .option('--fleet-password-file <file>', "the fleet's Redis password, read from FILE (default: $CAL_FLEET_PASSWORD; never in the URL on a shared machine)")
     .showSuggestionAfterError()
     // Commander's own error text is replaced by cal's one line (or JSON) in main().
     .configureOutput({ outputError: () => undefined })

@@ -28,6 +28,11 @@ export const exitCodes = {
    * matched to it: it may have been taken. Not "not taken" (turn_failed): do not resend blindly.
    */
   unconfirmed: 19,
+  /**
+   * The session's policy is never to trust a folder on the user's behalf (`--no-trust`, or the
+   * state dir's config.json), and the CLI would ask to trust this one: nothing was sent.
+   */
+  untrusted_folder: 20,
 } as const;
 
 export type ErrorKind = keyof typeof exitCodes;

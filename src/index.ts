@@ -53,5 +53,6 @@ export type {
   TurnProgress,
   TurnResult,
   TurnStatus,
+  WaitOptions,
 } from './library/types.js';
 export type { CalErrorDetails } from './errors.js';

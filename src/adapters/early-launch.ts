@@ -3,8 +3,9 @@ import { closeSync, constants, fstatSync, openSync, readSync, renameSync, rmSync
 import os from 'node:os';
 import path from 'node:path';
 import { ensurePlainDirSync } from '../util/private-file.js';
+import { spawnChild } from '../util/spawn.js';
 import { randomBytes } from '../util/random.js';
-import { timingMark } from '../util/timing.js';
+import { timingDetail, timingMark } from '../util/timing.js';
 import { isPrivateDir, ownedPrivately } from '../util/private-dir.js';
 
 /**
@@ -66,9 +67,7 @@ export function spawnToFiles(launch: JsonlLaunch, stdin: number | 'pipe'): Spawn
   const [errWrite, errRead] = anonymousFile('', (f) => [openSync(f, 'a'), openSync(f, 'r')] as const);
   let child: ChildProcess;
   try {
-    // Loaded when a CLI is started, not with this module: every command's entry loads it (≈ 5 ms).
-    const { spawn } = process.getBuiltinModule('node:child_process');
-    child = spawn(launch.argv[0] as string, launch.argv.slice(1), { cwd: launch.cwd, env: launch.env, stdio: [stdin, outWrite, errWrite] });
+    child = spawnChild(launch.argv[0] as string, launch.argv.slice(1), { cwd: launch.cwd, env: launch.env, stdio: [stdin, outWrite, errWrite] });
   } catch (err) {
     for (const fd of [outRead, errRead]) closeSync(fd);
     throw err;
@@ -77,6 +76,14 @@ export function spawnToFiles(launch: JsonlLaunch, stdin: number | 'pipe'): Spawn
     for (const fd of [outWrite, errWrite]) closeSync(fd);
   }
   timingMark('structured-spawned');
+  // The command as cal ran it, for the bench's bare side: the environment only where it differs
+  // from cal's own (what the adapter set), never the rest of it.
+  timingDetail('structured-command', () => ({
+    argv: launch.argv,
+    cwd: launch.cwd,
+    env: Object.fromEntries(Object.entries(launch.env).filter(([k, v]) => process.env[k] !== v)),
+    unset: Object.keys(process.env).filter((k) => launch.env[k] === undefined),
+  }));
   // Watched from here on: a CLI that fails to start, or ends before it is followed, is not missed.
   const exit = new Promise<Exit>((resolve, reject) => {
     child.once('error', reject);
@@ -113,6 +120,8 @@ const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|AUTH/i;
 
 /** A launch on disk: the environment as what the adapter changed in the caller's. */
 interface LaunchRecord {
+  /** The provider whose adapter wrote it: the handle must still be that provider's. */
+  provider: string;
   argv: string[];
   cwd: string;
   set: Record<string, string>;
@@ -127,7 +136,7 @@ interface LaunchRecord {
  * would put a secret-like variable on disk is not recorded (nor anything that fails here: the
  * entry then simply starts nothing). No fsync: a record lost to a crash costs one early start.
  */
-export function recordNextLaunch(sessionDir: string, launch: JsonlLaunch, callerEnv: Record<string, string>, transcript: string | null): void {
+export function recordNextLaunch(sessionDir: string, provider: string, launch: JsonlLaunch, callerEnv: Record<string, string>, transcript: string | null): void {
   const file = path.join(sessionDir, RECORD_FILE);
   const set: Record<string, string> = {};
   for (const [k, v] of Object.entries(launch.env)) if (callerEnv[k] !== v) set[k] = v;
@@ -140,7 +149,7 @@ export function recordNextLaunch(sessionDir: string, launch: JsonlLaunch, caller
       rmSync(file, { force: true });
       return;
     }
-    const record: LaunchRecord = { argv: launch.argv, cwd: launch.cwd, set, unset, transcript };
+    const record: LaunchRecord = { provider, argv: launch.argv, cwd: launch.cwd, set, unset, transcript };
     // homes/<id> a plain folder: never written into through a link planted in its place.
     ensurePlainDirSync(sessionDir, path.dirname(sessionDir));
     const temp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
@@ -172,7 +181,7 @@ let early: EarlyStart | null = null;
  * `belongs` says the handle it is for is there and matches it. Never
  * throws and never prints: whatever goes wrong leaves the turn to start its CLI itself.
  */
-export function startRecordedLaunch(sessionDir: string, env: NodeJS.ProcessEnv, belongs: (record: { cwd: string; transcript: string | null }) => boolean): void {
+export function startRecordedLaunch(sessionDir: string, env: NodeJS.ProcessEnv, belongs: (record: { provider: string; cwd: string; transcript: string | null }) => boolean): void {
   if (early || typeof process.getuid !== 'function') return;
   try {
     if (!isPrivateDir(sessionDir)) return;
@@ -261,12 +270,13 @@ const isString = (v: unknown): v is string => typeof v === 'string';
 function asRecord(v: unknown): LaunchRecord | null {
   if (typeof v !== 'object' || v === null) return null;
   const r = v as Record<string, unknown>;
-  const { argv, cwd, set, unset, transcript } = r;
+  const { provider, argv, cwd, set, unset, transcript } = r;
+  if (!isString(provider)) return null;
   if (!Array.isArray(argv) || argv.length === 0 || !argv.every(isString) || !path.isAbsolute(argv[0] as string)) return null;
   if (!isString(cwd) || !path.isAbsolute(cwd)) return null;
   if (typeof set !== 'object' || set === null || Array.isArray(set) || !Object.values(set).every(isString)) return null;
   if (!Array.isArray(unset) || !unset.every(isString)) return null;
   if (transcript !== null && !isString(transcript)) return null;
   if ([...argv, cwd, ...Object.keys(set), ...Object.values(set), ...unset].some((s) => (s as string).includes('\0'))) return null;
-  return { argv: argv as string[], cwd, set: set as Record<string, string>, unset: unset as string[], transcript: transcript as string | null };
+  return { provider, argv: argv as string[], cwd, set: set as Record<string, string>, unset: unset as string[], transcript: transcript as string | null };
 }

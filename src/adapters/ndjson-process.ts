@@ -1,3 +1,4 @@
+import { startExeca } from '../util/spawn.js';
 
 /**
  * One turn of a CLI that prints one JSON event per stdout line (Cursor's and Agy's
@@ -26,12 +27,9 @@ export interface NdjsonRunResult {
 const KEEP_OTHER_LINES = 20;
 
 export async function runNdjson(req: NdjsonRunRequest): Promise<NdjsonRunResult> {
-  // Loaded here, not at the top: execa's import costs ~200 ms, paid by every cal run otherwise.
-  const { execa } = await import('execa');
-  const child = execa(req.argv[0] as string, req.argv.slice(1), {
+  const { subprocess: child } = await startExeca(req.argv[0] as string, req.argv.slice(1), {
     cwd: req.cwd,
     env: req.env,
-    extendEnv: false,
     stdin: 'ignore',
     reject: false,
     timeout: req.timeoutMs,

@@ -18,6 +18,9 @@ const cliAdapters: Partial<Record<ProviderName, () => Promise<CliAdapter>>> = {
   qwen: async () => (await import('./qwen/index.js')).qwenAdapter,
   copilot: async () => (await import('./copilot/index.js')).copilotAdapter,
   opencode: async () => (await import('./opencode/index.js')).opencodeAdapter,
+  cline: async () => (await import('./cline/index.js')).clineAdapter,
+  kilo: async () => (await import('./kilo/index.js')).kiloAdapter,
+  acp: async () => (await import('./acp/agent.js')).acpAgentAdapter,
 };
 
 const apiAdapters: Partial<Record<ProviderName, () => Promise<ApiProviderAdapter>>> = {

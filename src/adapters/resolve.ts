@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { accessSync, existsSync, constants as fsConstants, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { CalError } from '../errors.js';
@@ -6,6 +5,7 @@ import type { FileIdentity, PinnedCli } from '../handles/schema.js';
 import { packagePath } from '../util/package-root.js';
 import { nodeRequirement, packageVersion } from './cli-node.js';
 import { compareVersions } from './versions.js';
+import { runFile } from '../util/spawn.js';
 
 /** Finds an executable on PATH (or takes the given path) and returns its real path. */
 export function findExecutable(name: string, cliPath: string | undefined, env: Record<string, string>): { path: string; realPath: string } {
@@ -29,16 +29,12 @@ export function findExecutable(name: string, cliPath: string | undefined, env: R
 export type VersionReader = (executable: string, env: Record<string, string>) => Promise<string>;
 
 /** Runs `<exe> --version` and extracts the first dotted version number. */
-export function readVersion(executable: string, env: Record<string, string>, args = ['--version']): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = execFile(executable, args, { env, timeout: 30_000, maxBuffer: 1 << 20, encoding: 'utf8' }, (err, stdout, stderr) => {
-      const m = /(\d+\.\d+\.\d+(?:[-+][\w.]+)?)/.exec(`${stdout}\n${stderr}`);
-      if (m?.[1]) return resolve(m[1]);
-      const status = err ? (typeof err.code === 'number' ? `exit ${err.code}` : (err.signal ?? err.code ?? err.message)) : 'exit 0';
-      reject(new CalError('cli_missing', `${executable} --version printed no version (${status}); is it the right program?`));
-    });
-    child.stdin?.end();
-  });
+export async function readVersion(executable: string, env: Record<string, string>, args = ['--version']): Promise<string> {
+  const run = await runFile(executable, args, { env, timeoutMs: 30_000 });
+  const m = /(\d+\.\d+\.\d+(?:[-+][\w.]+)?)/.exec(`${run.stdout}\n${run.stderr}`);
+  if (m?.[1]) return m[1];
+  const status = run.error ? (run.error.code ?? run.error.message) : run.timedOut ? 'timed out' : run.signal ?? `exit ${run.exitCode}`;
+  throw new CalError('cli_missing', `${executable} --version printed no version (${status}); is it the right program?`);
 }
 
 /** The identity of a file (its real path), or null when it cannot be read. */

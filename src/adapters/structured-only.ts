@@ -40,11 +40,10 @@ export function noScriptedModel(provider: string, reason: string): never {
  */
 export function structuredOnlyTmuxParts(
   provider: string,
-): Pick<CliAdapter, 'launch' | 'bindTranscript' | 'observeTurn' | 'pasteText'> {
+): Pick<CliAdapter, 'launch' | 'bindTranscript' | 'observeTurn'> {
   return {
     launch: (): LaunchPlan => noTmuxTransport(provider),
     bindTranscript: async (): Promise<TranscriptBinding | null> => null,
     observeTurn: () => new UndecidableTurnObserver(),
-    pasteText: (message: string): string => message,
   };
 }

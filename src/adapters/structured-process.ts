@@ -1,5 +1,5 @@
 import { closeSync, openSync, readSync, watch, type FSWatcher } from 'node:fs';
-import { timingMark } from '../util/timing.js';
+import { timingDetail, timingMark } from '../util/timing.js';
 import { CalError } from '../errors.js';
 import { anonymousFile, spawnToFiles, type JsonlLaunch, type Spawned } from './early-launch.js';
 
@@ -161,6 +161,7 @@ async function follow(proc: Spawned, req: JsonlFollow): Promise<JsonlProcessResu
 }
 
 export async function runJsonlProcess(req: JsonlProcessRequest): Promise<JsonlProcessResult> {
+  timingDetail('structured-stdin', () => req.stdin);
   const stdin = anonymousFile(req.stdin, (f) => openSync(f, 'r'));
   let proc: Spawned;
   try {
@@ -198,6 +199,7 @@ export function startJsonlProcess(launch: JsonlLaunch, started?: Spawned): HeldJ
       state = 'sent';
       stdin?.end(input);
       timingMark('structured-sent');
+      timingDetail('structured-stdin', () => input);
       return follow(proc, req);
     },
     discard() {

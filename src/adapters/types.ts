@@ -1,14 +1,16 @@
-import type { PaneScreen } from '../tmux/screen.js';
 import type { PinnedCli, ProviderName, ToolPolicy } from '../handles/schema.js';
 import type { ToolActivity } from '../handles/tool-activity.js';
 import type { SupportedVersions } from './versions.js';
 import type { JsonlLaunch } from './early-launch.js';
+import type { MessageGuard } from './message-guard.js';
+import type { FolderTrust } from './folder-trust.js';
+import type { DraftControl, StallKeys } from './pane-control.js';
 
-/**
- * The one interface every coding-agent CLI adapter implements. An adapter knows launch and
- * resume argv, environment, dialogs to pre-answer, where the transcript lives and how to read
- * a turn out of it. It never knows about workflow phases, locks or the state directory.
- */
+export type { DraftControl, StallKeys } from './pane-control.js';
+export { INTERRUPT_KEY_GAP_MS } from './pane-control.js';
+export type { FolderTrust } from './folder-trust.js';
+
+/** What a CLI's adapter can do. */
 export interface Capabilities {
   /** Messages can be pasted into a live interactive pane. */
   tmuxContinuation: boolean;
@@ -29,6 +31,14 @@ export interface SessionConfig {
   systemPrompt: string | null;
   mcpConfigPath: string | null;
   toolPolicy: string;
+  /**
+   * The trust policy (docs/security.md, "What cal trusts"): true, cal trusts `cwd` for the CLI as
+   * the caller would by answering its folder-trust dialog; false (`--no-trust`, or `trustWorkingDir`
+   * false in the state dir's config.json), cal never does, and a CLI that would ask fails
+   * `untrusted_folder` before anything is sent. Applied by the engine (engine/folder-trust.ts)
+   * through the adapter's `folderTrust`; a launch adds a trust flag or variable only when true.
+   */
+  trustWorkingDir: boolean;
 }
 
 export interface LaunchRequest {
@@ -183,6 +193,12 @@ export interface StructuredRunRequest extends LaunchRequest {
 export interface StructuredTransport {
   run(req: StructuredRunRequest): Promise<StructuredTurnResult>;
   /**
+   * Required: how the CLI's headless mode reads a message's first character (Gemini CLI's `-p`
+   * runs `/init`, Copilot's `/compact`, Qwen Code's `/clear`), as a pane's `messageGuard` says it
+   * for the pane. The engine applies it (src/engine/message.ts), never the adapter.
+   */
+  readonly messageGuard: MessageGuard;
+  /**
    * Optional: starts the CLI of a resumed turn before cal's bookkeeping (turn record, lock,
    * earlier turns, the records before the send), for a CLI that reads its message only after
    * its own start-up; the message follows with `run`. Null when it cannot for this request.
@@ -210,11 +226,6 @@ export interface StartedStructuredTurn {
   discard(): void;
 }
 
-export interface StallKeys {
-  afterMs: number;
-  keys: string[];
-}
-
 export interface ScriptedEnvOptions {
   /**
    * For a user's shell (`cal model env`): leave HOME alone, since every command of that shell
@@ -223,15 +234,22 @@ export interface ScriptedEnvOptions {
   keepHome?: boolean;
 }
 
-export interface CliAdapter {
+/**
+ * What every coding-agent CLI adapter has, with or without a pane (CliAdapter below adds the
+ * pane's message guard). An adapter knows launch and resume argv, environment, dialogs to
+ * pre-answer, where the transcript lives and how to read a turn out of it. It never knows about
+ * workflow phases, locks or the state directory.
+ */
+interface CliAdapterBase {
   readonly name: ProviderName;
   /** The executable name looked up on PATH when no --cli-path is given. */
   readonly executable: string;
-  readonly capabilities: Capabilities;
   /** The tool policies its launch code maps to the CLI's own flags (absent: only `default`); others are refused before the handle is saved. */
   readonly toolPolicies?: readonly ToolPolicy[];
   /** Environment variables the CLI needs by name (never their values), for the handle. */
   readonly envNames: readonly string[];
+  /** How the CLI trusts a working folder, which the engine applies before every launch (engine/folder-trust.ts). */
+  readonly folderTrust: FolderTrust;
   /** The releases this adapter runs: the oldest proven and the newest certified (design §10); unset for an adapter that has not measured its floor yet. */
   readonly versions?: SupportedVersions;
   /**
@@ -245,7 +263,8 @@ export interface CliAdapter {
    */
   readVersion?(executable: string, env: Record<string, string>): Promise<string>;
   /**
-   * Pre-answer startup dialogs for this working directory (trust, onboarding, …). Resolves to
+   * Pre-answer startup dialogs for this working directory (onboarding, …; folder trust is
+   * `folderTrust`'s, applied by the engine before this). Resolves to
    * false when everything was in place and nothing was written (a CLI started before it read the
    * same configuration); anything else means it may have written what a CLI reads at its start.
    */
@@ -265,20 +284,15 @@ export interface CliAdapter {
    * appends to the transcript file `bindTranscript` named (a JSONL mirror cal keeps of that
    * session's records) whatever the store holds that the mirror does not yet. The engine calls
    * it before every read of the transcript. Unset: the transcript is the CLI's own file.
+   * `cli` is the handle's pinned CLI (from cal's state directory): the only program the refresh
+   * may run, whatever the mirror file (which others can write) names.
    */
-  refreshTranscript?(transcriptPath: string): Promise<void>;
+  refreshTranscript?(transcriptPath: string, cli: PinnedCli | null): Promise<void>;
   /**
    * A fresh observer that recognises our message and the end of its turn. Records written
    * before `notBefore` (when given) are never taken for our message.
    */
   observeTurn(message: string, notBefore?: Date, match?: PromptMatch): TurnObserver;
-  /** The text to paste for a message (e.g. guard a leading '/' or '!'). */
-  pasteText(message: string): string;
-  /**
-   * Why this CLI's terminal transport cannot take a message as plain text (it would run a
-   * command however it is guarded), or null. Checked before any turn is recorded.
-   */
-  refuseMessage?(message: string): string | null;
   /**
    * How cal empties the CLI's input box of a draft a person left there (attached to the pane,
    * typed, detached without Enter) before it pastes into a live pane (docs/drafts.md). Unset:
@@ -287,10 +301,13 @@ export interface CliAdapter {
    */
   readonly draft?: DraftControl;
   /**
-   * How long to wait between a paste and its Enter, for a TUI that drops an Enter arriving in
-   * the same burst as the paste (Gemini CLI). Unset: Enter right after the paste.
+   * When Enter follows a paste, for a TUI that drops an Enter arriving before it has taken the
+   * paste: a pause in ms (Gemini CLI), or `'when-shown'`, once its box shows the message (Cline
+   * CLI, whose pause under load no fixed delay covers; needs `draft`). Unset: with the paste.
    */
-  readonly pasteSubmitDelayMs?: number;
+  readonly pasteSubmitDelayMs?: number | 'when-shown';
+  /** The TUI keeps a pasted CR as it is (Cline CLI): cal pastes the message's LFs as LFs. Unset: tmux's CRs. */
+  readonly pasteKeepsLineFeeds?: boolean;
   /**
    * How soon the CLI records a message it took at its prompt (set only for CLIs that record the
    * prompt at once, before any model reply). A message still unrecorded well past it means the
@@ -298,6 +315,8 @@ export interface CliAdapter {
    * the timeout. Launches get a longer bound (the TUI starts first).
    */
   readonly promptRecordedWithinMs?: number;
+  /** Releases that record a fresh session's prompt only with its first reply: no bound at their fresh launch. */
+  readonly recordsFreshPromptLate?: (version: string) => boolean;
   /**
    * Keys for a TUI that holds a request the model keeps failing in a dialog and records nothing
    * until it is answered (Gemini CLI): while the observer says the turn awaits the model and no
@@ -310,7 +329,8 @@ export interface CliAdapter {
    * Optional: the keys that answer a start-up dialog which `prepare` already answered in the
    * CLI's config, when the screen of a just-launched pane shows it anyway (the CLI lost the
    * answer to a concurrent rewrite of its config): null when the screen shows no such dialog.
-   * Only an answer cal already gave is given again, never a new one.
+   * Only an answer cal already gave is given again, never a new one: the engine asks only when
+   * the session's policy trusts its folder (`SessionConfig.trustWorkingDir`).
    */
   preAnsweredDialogKeys?(screen: string): string[] | null;
   /**
@@ -334,6 +354,11 @@ export interface CliAdapter {
   readonly interruptKeys?: readonly string[];
   structured?: StructuredTransport;
   /**
+   * The CLI's Agent Client Protocol mode (`--transport acp`): only how its agent process is
+   * launched; the protocol itself is cal's shared client (adapters/acp/). Unset: no ACP mode.
+   */
+  readonly acp?: AcpLaunch;
+  /**
    * The environment that points this CLI at cal's scripted model, in a throwaway HOME (or CLI
    * home) under `dir` that cal manages: for demo, certify and tests. No key, no network.
    */
@@ -346,20 +371,29 @@ export interface CliAdapter {
   readonly liveCertificationOnly?: string;
 }
 
-/** Reading and clearing a draft in a CLI's input box (measured per CLI: docs/drafts.md). */
-export interface DraftControl {
-  /**
-   * What the input box's first row holds ('' when empty, its placeholder aside), read from the
-   * pane's screen; null when the screen shows no input box of a shape the adapter knows.
-   */
-  read(screen: PaneScreen): string | null;
-  /**
-   * Keys (tmux send-keys names) that delete a draft, or one wrapped row of it: cal sends them,
-   * waits until the TUI has drawn their effect, and reads the box again, a bounded number of
-   * times. Never Enter, never a key that interrupts, quits or opens a dialog.
-   */
-  readonly keys: readonly string[];
+/** How a CLI runs as an ACP agent: one process per turn, JSON-RPC on its stdin and stdout. */
+export interface AcpLaunch {
+  /** The agent's command line and environment for one turn (`gemini --acp`, `opencode acp`). */
+  command(req: LaunchRequest): { argv: string[]; env: Record<string, string> };
+  /** Required: how the agent reads a prompt's first character (ACP agents run `/command`s). */
+  readonly messageGuard: MessageGuard;
 }
 
-/** Between the keys of a CLI's interrupt: two Escapes in one write read as Alt+Escape. */
-export const INTERRUPT_KEY_GAP_MS = 200;
+/** An adapter whose CLI runs in a pane: it must say how that CLI reads a message's first character. */
+export interface PaneCliAdapter extends CliAdapterBase {
+  readonly capabilities: Capabilities & { tmuxContinuation: true };
+  /** Required: see MessageGuard. The engine applies it (src/engine/message.ts), never the adapter. */
+  readonly messageGuard: MessageGuard;
+}
+
+/** An adapter with no pane (structured transport only): nothing is typed into a TUI. */
+export interface PanelessCliAdapter extends CliAdapterBase {
+  readonly capabilities: Capabilities & { tmuxContinuation: false };
+  readonly messageGuard?: undefined;
+}
+
+/**
+ * The one interface every coding-agent CLI adapter implements. An adapter with a pane
+ * (`capabilities.tmuxContinuation: true`) does not type-check without its `messageGuard`.
+ */
+export type CliAdapter = PaneCliAdapter | PanelessCliAdapter;

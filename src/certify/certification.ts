@@ -17,5 +17,7 @@ export interface Certification {
    * reason it needs the scripted model (directives for delays, failures, tool calls, …).
    */
   live: true | string;
+  /** Runs only for an adapter with an ACP mode (`CliAdapter.acp`), besides the capability. */
+  needsAcp?: boolean;
   run(ctx: ScenarioContext): Promise<void>;
 }

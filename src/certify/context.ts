@@ -5,7 +5,6 @@ import path from 'node:path';
 import { packagePath } from '../util/package-root.js';
 import { feedJsonLines } from '../util/json-lines.js';
 import { z } from '../util/zod.js';
-import { execa } from 'execa';
 import { loadCliAdapter } from '../adapters/registry.js';
 import { INTERRUPT_KEY_GAP_MS, type Capabilities } from '../adapters/types.js';
 import type { PinnedCli, ProviderName, Transport } from '../handles/schema.js';
@@ -18,6 +17,7 @@ import { mcpProbeSource } from './mcp-probe.js';
 import { killMarked } from './processes.js';
 import { startRecordingProxy, type RecordingProxy } from './recording-proxy.js';
 import { CertFailure, type CertId } from './types.js';
+import { runExeca } from '../util/spawn.js';
 
 /** What one certify run is about; shared by every scenario of the run. */
 export interface RunSettings {
@@ -167,7 +167,7 @@ export class ScenarioContext {
     const name = opts.name ?? `work${++this.counter}`;
     const real = path.join(this.root, name);
     await fs.mkdir(real, { recursive: true });
-    if (opts.git) await execa('git', ['init', '-q', real], { env: this.env, extendEnv: false, reject: true });
+    if (opts.git) await runExeca('git', ['init', '-q', real], { env: this.env, reject: true });
     const realPath = realpathSync(real);
     if (!opts.viaSymlink) return { path: realPath, realPath };
     const link = path.join(this.root, `${name}-link`);
@@ -274,12 +274,10 @@ export class ScenarioContext {
 
   /** Runs the built `cal` as a separate process on this scenario's state directory. */
   async cal(args: string[], opts: { env?: Record<string, string>; timeoutMs?: number; cwd?: string } = {}): Promise<CalProcessResult> {
-    const res = await execa(process.execPath, [calEntry(), '--state-dir', this.stateDir, ...args], {
+    const res = await runExeca(process.execPath, [calEntry(), '--state-dir', this.stateDir, ...args], {
       cwd: opts.cwd ?? this.root,
       env: opts.env ?? this.env,
-      extendEnv: false,
       reject: false,
-      stdin: 'ignore',
       timeout: opts.timeoutMs ?? (this.settings.turnTimeoutSeconds + 30) * 1000,
     });
     let json: unknown = null;

@@ -221,6 +221,18 @@ export const certifications: readonly Certification[] = [
     run: continuation.structuredResume,
   },
   {
+    id: 'CertAcpResume',
+    area: 'continuation',
+    // P1: the ACP transport is proven on the pinned releases only (CI certifies the oldest matrix releases on P0).
+    priority: 'P1',
+    capability: 'structuredTransport',
+    needsAcp: true,
+    proves: "The ACP transport (the CLI as an Agent Client Protocol agent) resumes the CLI's session by session/load with only the new message.",
+    scenario: 'start with --transport acp, continue twice; same native id each time, no pane, recalled (the replay of session/load never taken for the answer); each request carries the history once and the new message once.',
+    live: true,
+    run: continuation.acpResume,
+  },
+  {
     id: 'CertNoHistoryReplayAfterRestart',
     area: 'continuation',
     priority: 'P0',
@@ -325,13 +337,14 @@ export type PlannedCert = { cert: Certification; run: true } | { cert: Certifica
  * the capability it backs (and, with --live, when it can run against a real model), else skip
  * it with the reason. `only` narrows the plan to the ids given (in registry order).
  */
-export function planCertifications(provider: string, capabilities: Capabilities, opts: { live: boolean; only?: readonly CertId[] | null }): PlannedCert[] {
+export function planCertifications(provider: string, capabilities: Capabilities, opts: { live: boolean; only?: readonly CertId[] | null; acp?: boolean }): PlannedCert[] {
   return certifications
     .filter((cert) => !opts.only || opts.only.includes(cert.id))
     .map((cert): PlannedCert => {
       if (!capabilities[cert.capability]) {
         return { cert, run: false, reason: `${provider} does not claim ${cert.capability} (${capabilityWords[cert.capability]})` };
       }
+      if (cert.needsAcp && !opts.acp) return { cert, run: false, reason: `${provider} has no ACP mode in cal` };
       if (opts.live && cert.live !== true) return { cert, run: false, reason: `not run with --live: ${cert.live}` };
       return { cert, run: true };
     });

@@ -60,7 +60,7 @@ export async function certify(opts: CertifyOptions): Promise<CertifyReport> {
     userEnv: opts.env,
     turnTimeoutSeconds: opts.turnTimeoutSeconds ?? (opts.live ? LIVE_TURN_TIMEOUT_S : SCRIPTED_TURN_TIMEOUT_S),
   };
-  const plan = planCertifications(opts.provider, adapter.capabilities, { live: opts.live, only: opts.only ?? null });
+  const plan = planCertifications(opts.provider, adapter.capabilities, { live: opts.live, only: opts.only ?? null, acp: adapter.acp !== undefined });
   const toRun = plan.filter((p) => p.run).length;
   opts.onStart?.({ pinned, planned: toRun, skipped: plan.length - toRun });
   const redact = redactor(opts.env);

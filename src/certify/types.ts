@@ -30,6 +30,7 @@ export const certIds = [
   'CertStableWorkingDir',
   'CertPinnedExecutable',
   'CertStructuredResume',
+  'CertAcpResume',
   'CertNoHistoryReplayAfterRestart',
   // interruption
   'CertInterruptedTurnSettles',

@@ -1,4 +1,4 @@
-import { openSessions } from '../index.js';
+import { openSessions, type CancelResult } from '../index.js';
 import { parseHandleRef } from '../state/store.js';
 import { openOptions, parseSeconds, renderError } from './common.js';
 import { defineCommand } from './spec.js';
@@ -31,16 +31,21 @@ export const command = defineCommand({
         return code;
       }
       process.stderr.write(`handle: ${handle.id}\n`);
-      const said: Record<typeof action, string> = {
-        idle: `nothing to cancel: no turn is in flight on ${handle.id}`,
-        cancelled: `cancelled turn ${turn?.id}: interrupted`,
-        already_ended: `turn ${turn?.id} had already ended (${turn?.status}) before the cancel took effect`,
-        recovered: `the cal running turn ${turn?.id} was gone; settled as cal recover would: ${turn?.status}`,
-      };
-      process.stderr.write(`cal: ${said[action]}\n`);
+      process.stderr.write(`cal: ${cancelText({ handle, action, turn })}\n`);
       return code;
     } catch (err) {
       return renderError(err, opts);
     }
   },
 });
+
+/** What a cancel did, in one line (`cal cancel` prints it; so does the inspect view's `c`). */
+export function cancelText({ handle, action, turn }: Pick<CancelResult, 'handle' | 'action' | 'turn'>): string {
+  const said: Record<typeof action, string> = {
+    idle: `nothing to cancel: no turn is in flight on ${handle.id}`,
+    cancelled: `cancelled turn ${turn?.id}: interrupted`,
+    already_ended: `turn ${turn?.id} had already ended (${turn?.status}) before the cancel took effect`,
+    recovered: `the cal running turn ${turn?.id} was gone; settled as cal recover would: ${turn?.status}`,
+  };
+  return said[action];
+}

@@ -6,12 +6,23 @@ import { readUserFileSync } from '../util/user-file.js';
 
 import type { GlobalOptions } from './spec.js';
 import type { OpenOptions } from '../index.js';
+import { forTerminal } from '../util/terminal-text.js';
 
 export type { GlobalOptions } from './spec.js';
 
 /** The library's options for a command: its state directory, or the fleet `--fleet` names (else CAL_FLEET, read by the library). */
 export function openOptions(global: GlobalOptions): OpenOptions {
-  return { stateDir: global.stateDir, ...(global.fleet ? { fleet: { connection: global.fleet } } : {}) };
+  const password = fleetPassword(global);
+  const connection = global.fleet ?? (password !== undefined ? process.env.CAL_FLEET : undefined);
+  return { stateDir: global.stateDir, ...(connection ? { fleet: { connection, ...(password !== undefined ? { password } : {}) } } : {}) };
+}
+
+/** The fleet's Redis password from `--fleet-password-file` (its first line), or undefined (the library then reads CAL_FLEET_PASSWORD). */
+export function fleetPassword(global: GlobalOptions): string | undefined {
+  if (global.fleetPasswordFile === undefined) return undefined;
+  const password = readUserFileSync(global.fleetPasswordFile, '--fleet-password-file', 4096).split(/\r?\n/)[0] ?? '';
+  if (password === '') throw new CalError('usage', `--fleet-password-file ${global.fleetPasswordFile} holds no password on its first line`);
+  return password;
 }
 
 export interface OutputOptions {
@@ -100,10 +111,11 @@ export function renderTurn({ handle, turn }: TurnResult, opts: OutputOptions, fa
     if (failure) out.error = failure.toJSON();
     process.stdout.write(JSON.stringify(out) + '\n');
   } else {
-    if (turn.answer !== null && turn.status === 'completed') process.stdout.write(turn.answer.endsWith('\n') ? turn.answer : `${turn.answer}\n`);
+    // The answer exactly, but on a terminal without the control sequences a terminal would obey.
+    if (turn.answer !== null && turn.status === 'completed') process.stdout.write(forTerminal(turn.answer.endsWith('\n') ? turn.answer : `${turn.answer}\n`));
     process.stderr.write(`handle: ${handle.id}\n`);
     if (handle.host) process.stderr.write(`host: ${handle.host}\n`);
-    if (failure) process.stderr.write(`cal: ${failure.kind}: ${failure.message}\n`);
+    if (failure) process.stderr.write(forTerminal(`cal: ${failure.kind}: ${failure.message}\n`, process.stderr));
   }
   return failure ? failure.exitCode : 0;
 }
@@ -126,19 +138,39 @@ export async function renderTurnCall(call: () => Promise<TurnResult>, live: Live
   }
 }
 
+/** How long a cal told to end by SIGHUP or SIGTERM may take to settle its turn before it exits regardless. */
+const END_SIGNAL_GRACE_MS = 15_000;
+
 /**
  * Ctrl-C during a turn: the first one cancels it as the library's AbortSignal does (the CLI is
  * interrupted the way a person at its pane would, the turn settled, the handle's lock released);
- * a second one ends cal at once (the turn is then left for `cal recover`).
+ * a second one ends cal at once (the turn is then left for `cal recover`). SIGHUP (the terminal
+ * went away) and SIGTERM cancel the turn the same way, since nobody is left to read its answer
+ * or the caller asked cal to stop: without a handler of cal's own a library's signal handler
+ * (signal-exit, loaded with the spinner) decided, and a turn was left `running` with its owner
+ * gone. cal exits once the turn is settled, or END_SIGNAL_GRACE_MS later whatever the CLI does.
  */
 export function cancelOnInterrupt(): AbortSignal {
   const controller = new AbortController();
-  const onInterrupt = () => {
-    if (controller.signal.aborted) process.exit(130);
-    process.stderr.write('cal: cancelling the turn (Ctrl-C again to quit at once)\n');
+  const say = (line: string) => {
+    try {
+      process.stderr.write(line);
+    } catch {
+      // A terminal that went away (EIO): nobody to tell.
+    }
+  };
+  const onSignal = (signal: 'SIGINT' | 'SIGHUP' | 'SIGTERM', code: number) => () => {
+    if (controller.signal.aborted) process.exit(code);
+    if (signal === 'SIGINT') say('cal: cancelling the turn (Ctrl-C again to quit at once)\n');
+    else {
+      say(`cal: ${signal}: cancelling the turn\n`);
+      setTimeout(() => process.exit(code), END_SIGNAL_GRACE_MS).unref();
+    }
     controller.abort();
   };
-  process.on('SIGINT', onInterrupt);
+  process.on('SIGINT', onSignal('SIGINT', 130));
+  process.on('SIGHUP', onSignal('SIGHUP', 129));
+  process.on('SIGTERM', onSignal('SIGTERM', 143));
   return controller.signal;
 }
 
@@ -149,7 +181,7 @@ export function renderError(err: unknown, opts: OutputOptions): number {
   else {
     // not_found carries the reference that matched nothing: no handle line for a handle that is not there.
     if (e.details.handle && e.kind !== 'not_found') process.stderr.write(`handle: ${e.details.handle}\n`);
-    process.stderr.write(`cal: ${e.kind}: ${e.message}\n`);
+    process.stderr.write(forTerminal(`cal: ${e.kind}: ${e.message}\n`, process.stderr));
   }
   return e.exitCode;
 }

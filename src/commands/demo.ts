@@ -11,7 +11,7 @@ import { passThroughEnv, renderError } from './common.js';
 import { defineCommand } from './spec.js';
 
 /** The CLIs the demo can run, by the executable each is found as. */
-const DEMO_CLIS = { 'claude-code': 'claude', gemini: 'gemini', qwen: 'qwen', copilot: 'copilot', opencode: 'opencode' } as const;
+const DEMO_CLIS = { 'claude-code': 'claude', gemini: 'gemini', qwen: 'qwen', copilot: 'copilot', opencode: 'opencode', cline: 'cline' } as const;
 type DemoProvider = keyof typeof DEMO_CLIS;
 
 /**

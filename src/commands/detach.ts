@@ -1,9 +1,10 @@
-import { spawn } from 'node:child_process';
 import { closeSync, writeSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { commandIndex } from '../cli-argv.js';
 import { CalError } from '../index.js';
 import { renderError } from './common.js';
+import { spawnChild } from '../util/spawn.js';
+import { forTerminal } from '../util/terminal-text.js';
 
 /**
  * `cal start|continue --detach` (issue 42): the turn runs in a cal of its own, started here in a
@@ -46,7 +47,7 @@ export async function runDetached(opts: { json?: boolean }, messageFromStdin: bo
   if (!head.includes('--json')) childArgs.splice(commandIndex(childArgs) + 1, 0, '--json');
   const script = process.argv[1];
   if (!script) throw new CalError('internal', 'cannot tell which cal to run for --detach');
-  const child = spawn(process.execPath, [...process.execArgv, script, ...childArgs], {
+  const child = spawnChild(process.execPath, [...process.execArgv, script, ...childArgs], {
     detached: true,
     // A message read from stdin is read by the detached cal itself, before it records the turn.
     stdio: [messageFromStdin ? 'inherit' : 'ignore', 'pipe', 'ignore', 'pipe'],
@@ -90,7 +91,7 @@ export async function runDetached(opts: { json?: boolean }, messageFromStdin: bo
   } catch {
     return renderError(new CalError('internal', `the detached cal exited with ${outcome.code} and printed no result`), opts);
   }
-  if (printed.turn?.answer) process.stdout.write(`${printed.turn.answer}\n`);
+  if (printed.turn?.answer) process.stdout.write(forTerminal(`${printed.turn.answer}\n`));
   const handle = printed.handle ?? (printed.error?.kind === 'not_found' ? undefined : printed.error?.handle);
   if (handle) process.stderr.write(`handle: ${handle}\n`);
   if (printed.error) process.stderr.write(`cal: ${printed.error.kind}: ${printed.error.message}\n`);

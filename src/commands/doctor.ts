@@ -1,4 +1,8 @@
-/** `cal doctor`: is every CLI provider, tmux and the state directory usable here? */
+/**
+ * `cal doctor`: which CLI providers, tmux and the state directory are usable here. Ready (exit 0)
+ * when tmux and the state dir work and at least one CLI is usable (the rest are listed as
+ * information); `--provider P` is strict: P must be usable too.
+ */
 import type { ProviderName } from '../handles/schema.js';
 import { doctor, type DoctorReport } from '../sessions/doctor.js';
 import { passThroughEnv, renderError } from './common.js';
@@ -40,6 +44,10 @@ export function renderTable(report: DoctorReport): string {
   for (const p of report.providers) if (p.note) lines.push(`${p.provider}: ${p.note}`);
   lines.push('', `tmux       ${report.multiplexer.usable ? `ok ${report.multiplexer.version}` : `missing: ${report.multiplexer.note}`}`);
   lines.push(`state dir  ${report.stateDir.usable ? 'ok' : 'unusable'} ${report.stateDir.path}${report.stateDir.note ? `: ${report.stateDir.note}` : ''}`);
-  lines.push(report.ready ? 'ready' : `not ready (exit ${NOT_READY_EXIT})`);
+  const usable = report.providers.filter((p) => p.usable).length;
+  const some = !report.strict && usable < report.providers.length;
+  if (some && usable > 0) lines.push(`${report.providers.length - usable} of ${report.providers.length} CLIs not usable here (information: cal runs the ${usable} that are)`);
+  if (report.ready) lines.push(some ? `ready (${usable} of ${report.providers.length} CLIs)` : 'ready');
+  else lines.push(`not ready (exit ${NOT_READY_EXIT})${!report.strict && usable === 0 ? ': no CLI is usable' : ''}`);
   return `${lines.join('\n')}\n`;
 }

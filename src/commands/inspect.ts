@@ -1,9 +1,10 @@
 import { realpathSync } from 'node:fs';
-import { CalError, openSessions, providerNames, type CertificationSummary, type SessionDetail, type Sessions } from '../index.js';
+import { CalError, openSessions, providerNames, type CertificationSummary, type ProviderName, type SessionDetail, type Sessions, type TurnResult } from '../index.js';
 import { listCertifications } from '../certify/results.js';
 import { liveCertificationOnly } from '../certify/scope.js';
-import type { InspectSource } from '../tui/source.js';
+import type { InspectSource, TurnOutcome } from '../tui/source.js';
 import { age, certificationText, eventDetail, listing, listingRows, oneLine, screenTail, splitPanes, toolLine, type ListingFilter } from '../tui/format.js';
+import { cancelText } from './cancel.js';
 import { renderError, uncertifiedCliText, openOptions } from './common.js';
 import { defineCommand } from './spec.js';
 import { createRequire } from 'node:module';
@@ -19,6 +20,9 @@ function loadTui(): ReturnType<typeof import('../tui/load.js').loadTui> {
   const door = createRequire(import.meta.url)(packagePath('dist', 'tui', 'load.js')) as typeof import('../tui/load.js');
   return door.loadTui();
 }
+
+/** Marks the options of `cal ls` (commands/ls.ts): inspect's listing, never its TUI. */
+export const LISTING_ONLY = Symbol('cal ls');
 
 /**
  * `cal inspect [<handle>]`. On a terminal (stdin and stdout both TTYs, no --json) it opens the
@@ -42,7 +46,7 @@ export const command = defineCommand({
         throw new CalError('usage', '--cwd, --provider and --live filter the list of handles; leave them out with a handle');
       }
       const sessions = await openSessions(openOptions(global));
-      if (!opts.json && process.stdout.isTTY && process.stdin.isTTY) {
+      if (!opts.json && process.stdout.isTTY && process.stdin.isTTY && !(LISTING_ONLY in opts)) {
         // A bad reference fails here, as a plain typed error, before the terminal is taken over.
         if (ref !== undefined) await sessions.inspect(ref, { screen: false });
         const { runTui } = await loadTui();
@@ -52,13 +56,22 @@ export const command = defineCommand({
         const list = await sessions.inspect();
         const { certifications, unreadable, hosts } = list;
         const handles = listing(list.handles, filter);
+        // Through a fleet: a host down makes the listing partial (its handles as it last listed
+        // them, marked down): printed all the same, and the exit code says so (host_unavailable).
+        const down = new Set((hosts ?? []).filter((h) => !h.available).map((h) => h.host));
+        const partial = down.size > 0 ? new CalError('host_unavailable', `the listing is partial: host${down.size === 1 ? '' : 's'} ${[...down].join(', ')} did not answer; ${down.size === 1 ? 'its' : 'their'} handles are shown as last listed, marked down`) : null;
+        const hostOf = (h: object) => (h as { host?: string }).host;
+        const hostDown = (h: object) => down.has(hostOf(h) ?? '');
         if (opts.json) {
-          process.stdout.write(JSON.stringify({ handles: handles.map(({ handle, lastTurn, paneAlive }) => ({ ...handle, lastTurn, paneAlive })), certifications, unreadable, ...(hosts ? { hosts } : {}) }) + '\n');
+          const entries = handles.map(({ handle, lastTurn, paneAlive }) => ({ ...handle, lastTurn, paneAlive, ...(hostDown(handle) ? { hostDown: true } : {}) }));
+          process.stdout.write(JSON.stringify({ handles: entries, certifications, unreadable, ...(hosts ? { hosts } : {}), ...(partial ? { partial: true, error: partial.toJSON() } : {}) }) + '\n');
         } else {
           // A handle file that cannot be read is reported (on stderr), never left out in silence.
           for (const u of unreadable) process.stderr.write(`cal: unreadable handle ${u.file}${u.name ? ` (name ${u.name})` : ''}: ${u.reason}\n`);
           if (handles.length > 0) {
-            process.stdout.write(columns(listingRows(handles)));
+            const rows = listingRows(handles);
+            const withHosts = hosts ? rows.map((r, i) => [i === 0 ? 'HOST' : hostCell(hostOf(handles[i - 1]!.handle), down), ...r]) : rows;
+            process.stdout.write(columns(withHosts));
           } else if (list.handles.length > 0) {
             process.stderr.write(`cal: no handles match ${filterText(filter)} (of ${list.handles.length} in ${sessions.stateDir})\n`);
           } else if (unreadable.length === 0) {
@@ -66,8 +79,9 @@ export const command = defineCommand({
             process.stderr.write(`cal: no handles in ${sessions.stateDir}; start one with cal start\n`);
           }
           if (certifications.length > 0) process.stdout.write(certificationsText(certifications, Date.now()));
+          if (partial) process.stderr.write(`cal: ${partial.kind}: ${partial.message}\n`);
         }
-        return 0;
+        return partial ? partial.exitCode : 0;
       }
       const detail = await sessions.inspect(ref);
       const uncertified = await uncertifiedHere(detail.handle.provider.provider, detail.certification);
@@ -108,7 +122,21 @@ function tuiSource(sessions: Sessions, filter: ListingFilter): InspectSource {
     screen: async (ref) => (await detail(ref)).screen,
     attachCommand: async (ref) => (await sessions.inspect(ref, { screen: false })).attach,
     certification: async (provider, version) => (await listCertifications(sessions.stateDir)).filter((c) => c.provider === provider && c.version === version),
+    // The view's actions: the library calls of cal continue, start, cancel, kill-tmux and remove.
+    send: async (ref, message, watch) => turnOutcome(await sessions.continue(ref, message, watch)),
+    start: async ({ provider, cwd, message }, watch) => turnOutcome(await sessions.start({ provider: provider as ProviderName, cwd, message, ...watch })),
+    cancel: async (ref) => cancelText(await sessions.cancel(ref)),
+    killPane: async (ref) => `killed the pane of ${(await sessions.killTmux(ref)).id}: the session survives (the next message resumes it natively)`,
+    remove: async (ref) => {
+      const { handle } = await sessions.remove(ref);
+      return `removed: ${handle.id}${handle.name ? ` (${handle.name})` : ''}`;
+    },
+    providers: providerNames,
   };
+}
+
+function turnOutcome({ handle, turn }: TurnResult): TurnOutcome {
+  return { handle: handle.id, turn: turn.id, answer: turn.answer };
 }
 
 /** The list filters, checked: a directory that is not there or an unknown provider is a usage error. */
@@ -130,6 +158,12 @@ function listingFilter(opts: { cwd?: string | boolean; provider?: string | boole
 
 function filterText(filter: ListingFilter): string {
   return [filter.cwd !== undefined ? `--cwd ${filter.cwd}` : '', filter.provider !== undefined ? `--provider ${filter.provider}` : '', filter.live ? '--live' : ''].filter(Boolean).join(' ');
+}
+
+/** The HOST cell of a fleet listing: the host, marked when it is down. */
+function hostCell(host: string | undefined, down: ReadonlySet<string>): string {
+  if (host === undefined) return '-';
+  return down.has(host) ? `${host} (down)` : host;
 }
 
 /** Left-aligned columns, two spaces apart (the last one unpadded). */
@@ -169,6 +203,7 @@ function viewText(view: SessionDetail, now: number, certified: string | null = n
     ...(certified !== null ? [`certified  ${certified}`] : []),
     `model      ${p.model ?? '(CLI default)'}`,
     `cwd        ${h.config.workingDir.realPath}`,
+    ...(h.worktree ? [`worktree   ${h.worktree.path} (branch ${h.worktree.branch} from ${h.worktree.base} of ${h.worktree.repo})`] : []),
     `native id  ${p.nativeSessionId ?? '(none yet)'}`,
     `status     ${p.status}`,
     'panes',

@@ -1,10 +1,10 @@
 import os from 'node:os';
-import { execa } from 'execa';
 import { CalError } from '../errors.js';
 import { StateStore } from '../state/store.js';
 import { namedLock } from '../workflow/runner.js';
 import { parseSeconds, renderError } from './common.js';
 import { defineCommand } from './spec.js';
+import { runExeca } from '../util/spawn.js';
 
 /**
  * `cal lock <name> [--wait[=S]] -- <command…>`: runs a command while holding one of the named
@@ -35,7 +35,8 @@ export const command = defineCommand({
         throw new CalError(err.kind, err.message.replace(namedLock(name), `lock ${name}`), err.details);
       });
       try {
-        const res = await execa(command[0] as string, command.slice(1), { stdio: 'inherit', reject: false });
+        // The user's own command, on the user's terminal: stdio is cal's (the one case it is inherited).
+        const res = await runExeca(command[0] as string, command.slice(1), { stdio: 'inherit', reject: false });
         if (res.exitCode !== undefined) return res.exitCode;
         // Killed by a signal: the shell's convention, 128 + its number.
         if (res.signal) return 128 + (os.constants.signals[res.signal] ?? 0);

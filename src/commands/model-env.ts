@@ -2,7 +2,8 @@
 import path from 'node:path';
 import { CalError } from '../errors.js';
 import type { ProviderName } from '../handles/schema.js';
-import { readServedModel, scriptedShellEnv, shellLines } from '../sessions/scripted-shell.js';
+import { scriptedShellEnv, shellLines } from '../sessions/scripted-shell.js';
+import { checkModelUrl, openStateRoot, readServedModel } from '../sessions/served-model.js';
 import { resolveStateDir } from '../state/paths.js';
 import { passThroughEnv, renderError } from './common.js';
 import { defineCommand } from './spec.js';
@@ -32,12 +33,14 @@ export const command = defineCommand({
   async run(_args, opts, global) {
     try {
       const stateDir = resolveStateDir(global.stateDir);
-      const url = opts.url ?? (await servedUrl(stateDir));
+      // Checked before anything is read or printed: what this prints, a shell runs.
+      const given = opts.url === undefined ? undefined : checkModelUrl(opts.url, '--url');
+      await openStateRoot(stateDir);
+      const url = given ?? (await servedUrl(stateDir));
       if (url === undefined) {
         throw new CalError('usage', `no \`cal model serve\` is running with the state dir ${stateDir}: start one, or pass --url`);
       }
-      if (!/^https?:\/\/[^/]+/.test(url)) throw new CalError('usage', `--url must be an http URL such as http://127.0.0.1:8080, not ${JSON.stringify(url)}`);
-      const env = await scriptedShellEnv(path.join(stateDir, 'model-env'), url.replace(/\/+$/, ''), passThroughEnv(), opts.provider as ProviderName | undefined);
+      const env = await scriptedShellEnv(path.join(stateDir, 'model-env'), checkModelUrl(url, '--url'), passThroughEnv(), opts.provider as ProviderName | undefined);
       process.stdout.write(`# cal model env: ${env.providers.join(', ')} on ${url}\n${shellLines(env).join('\n')}\n`);
       return 0;
     } catch (err) {

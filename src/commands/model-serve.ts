@@ -1,7 +1,7 @@
 /** `cal model serve`: run the scripted model server in the foreground until SIGINT/SIGTERM. */
 import { CalError, toCalError } from '../errors.js';
 import { isLoopbackHost, startModelServer } from '../model/server.js';
-import { recordServedModel } from '../sessions/scripted-shell.js';
+import { openStateRoot, recordServedModel } from '../sessions/served-model.js';
 import { resolveStateDir } from '../state/paths.js';
 import { defineCommand, type OptionSpec, type OptionValues } from './spec.js';
 
@@ -50,6 +50,32 @@ function parsePort(value: string | undefined): number | null {
 }
 
 /**
+ * What `cal model env` configures, one line per CLI it can point at the scripted model (every
+ * registered CLI but the live-only ones: `scriptedShellEnv` writes the files named here).
+ */
+export function servedModelHints(url: string): string[] {
+  return [
+    `  Claude Code:    ANTHROPIC_BASE_URL=${url} ANTHROPIC_AUTH_TOKEN=dummy`,
+    `  Codex:          [model_providers.mock] base_url = "${url}/v1", wire_api = "responses"`,
+    `  Gemini CLI:     GOOGLE_GEMINI_BASE_URL=${url} GEMINI_API_KEY=dummy`,
+    `  Pi:             models.json baseUrl "${url}/v1", api "openai-completions"`,
+    `  Qwen Code:      OPENAI_BASE_URL=${url}/v1 OPENAI_API_KEY=dummy, settings.json security.auth.selectedType "openai"`,
+    `  Copilot CLI:    COPILOT_PROVIDER_BASE_URL=${url}/v1 COPILOT_PROVIDER_TYPE=openai COPILOT_MODEL=scripted-model COPILOT_OFFLINE=true`,
+    `  OpenCode:       OPENCODE_CONFIG with provider "scripted" options.baseURL "${url}/v1"`,
+    `  Cline CLI:      cline auth -p openai -k dummy -m scripted-model -b ${url}/v1 (ACP: CLINE_PROVIDER=openai-compatible CLINE_API_KEY=dummy)`,
+    `  Kilo Code CLI:  KILO_CONFIG with provider "scripted" options.baseURL "${url}/v1"`,
+  ];
+}
+
+function resolveStateDirOrError(stateDir: string | undefined): string | number {
+  try {
+    return resolveStateDir(stateDir);
+  } catch (err) {
+    return renderError(err, {});
+  }
+}
+
+/**
  * Start the server, print its base URL as the first stdout line, and serve until SIGINT or
  * SIGTERM. Resolves with the exit code: 0 after a signal, 2 (usage) for bad options or an
  * address it cannot bind (a port in use); errors as every command prints them.
@@ -60,6 +86,13 @@ export async function runModelServe(opts: ModelServeOptions, stateDir?: string):
   if (port === null) return renderError(new CalError('usage', `--port must be a whole number 0..65535, got ${String(opts.port)}`), {});
   if (!isLoopbackHost(host) && !opts.allowRemote) {
     return renderError(new CalError('usage', `${host} is not a loopback address; the scripted model has no authentication. Pass --allow-remote to bind it anyway.`), {});
+  }
+  const root = resolveStateDirOrError(stateDir);
+  if (typeof root === 'number') return root;
+  try {
+    await openStateRoot(root);
+  } catch (err) {
+    return renderError(err, {});
   }
   let server;
   try {
@@ -78,23 +111,32 @@ export async function runModelServe(opts: ModelServeOptions, stateDir?: string):
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
   });
-  // Recorded under the state dir so `cal model env` finds this server without its URL.
-  const forget = await recordServedModel(resolveStateDir(stateDir), server.url).catch(() => null);
+  // Recorded under the state dir so `cal model env` finds this server without its URL; a server
+  // already recorded there keeps its record.
+  let record;
+  try {
+    record = await recordServedModel(root, server.url);
+  } catch (err) {
+    await server.close();
+    return renderError(err, {});
+  }
   process.stdout.write(`${server.url}\n`);
+  if (!record.recorded) {
+    process.stderr.write(
+      `note: another cal model serve (pid ${record.other.pid}, ${record.other.url}) is recorded in ${root}: \`cal model env\` points at that one; for this one run: cal model env --url ${server.url}\n`,
+    );
+  }
   if (!isLoopbackHost(host)) process.stderr.write('warning: serving on a non-loopback address without authentication\n');
   process.stderr.write(
     [
-      'Scripted model ready. Point the CLIs at it from another shell: eval "$(cal model env)"',
-      `  Claude Code: ANTHROPIC_BASE_URL=${server.url} ANTHROPIC_AUTH_TOKEN=dummy`,
-      `  Codex:       [model_providers.mock] base_url = "${server.url}/v1", wire_api = "responses"`,
-      `  Gemini CLI:  GOOGLE_GEMINI_BASE_URL=${server.url} GEMINI_API_KEY=dummy`,
-      `  Pi:          models.json baseUrl "${server.url}/v1", api "openai-completions"`,
+      `Scripted model ready. Point the CLIs at it from another shell: eval "$(cal model env${record.recorded ? '' : ` --url ${server.url}`})"`,
+      ...servedModelHints(server.url),
       'Stop with Ctrl+C.',
       '',
     ].join('\n'),
   );
   await stopped;
-  await forget?.();
+  if (record.recorded) await record.forget();
   await server.close();
   return 0;
 }

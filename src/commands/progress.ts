@@ -1,6 +1,7 @@
 import type { CalEvent, ToolActivity, TurnProgress } from '../index.js';
 import { colorEnabled, elapsed, oneLine, toolLine } from '../tui/format.js';
 import { eventPrinter } from './event-printer.js';
+import { forTerminal } from '../util/terminal-text.js';
 
 /**
  * Live progress for long waits: a spinner with the lifecycle state and elapsed time on a
@@ -22,6 +23,8 @@ export interface Progress {
   setState(state: string): void;
   /** Prints a line to stdout without tearing the spinner (cleared, printed, drawn again). */
   printLine(line: string): void;
+  /** Prints a line to stderr, as printLine does to stdout. */
+  printNote(line: string): void;
   /** Clears the spinner line (before the answer is printed). */
   stop(): void;
 }
@@ -32,6 +35,9 @@ const silent: Progress = {
   setState() {},
   printLine(line) {
     process.stdout.write(`${line}\n`);
+  },
+  printNote(line) {
+    process.stderr.write(`${line}\n`);
   },
   stop() {},
 };
@@ -117,6 +123,11 @@ export async function createProgress(opts: ProgressOptions): Promise<Progress> {
       process.stdout.write(`${line}\n`);
       spinner.render();
     },
+    printNote(line) {
+      if (!stopped) spinner.clear();
+      process.stderr.write(`${line}\n`);
+      if (!stopped) spinner.render();
+    },
     stop() {
       if (stopped) return;
       stopped = true;
@@ -132,9 +143,10 @@ export interface StreamSinks {
   stderr(text: string): void;
 }
 
+/** On a terminal, without the control sequences it would obey (plain --stream only: --json goes to stdout as JSON). */
 const processSinks: StreamSinks = {
-  stdout: (t) => void process.stdout.write(t),
-  stderr: (t) => void process.stderr.write(t),
+  stdout: (t) => void process.stdout.write(forTerminal(t, process.stdout)),
+  stderr: (t) => void process.stderr.write(forTerminal(t, process.stderr)),
 };
 
 /**
@@ -251,6 +263,11 @@ export interface LiveOutput {
   stop(): void;
 }
 
+/** The one line a cleared draft gets on stderr (issue 52): it happened, and where its text is. */
+export function draftClearedNote(event: CalEvent): string {
+  return `cal: note: a draft in the pane's input box was cleared before cal's message; its text is kept: cal events ${event.handle}`;
+}
+
 export async function liveOutput(opts: LiveOptions, initial: string, sinks?: StreamSinks): Promise<LiveOutput> {
   const progress = await createProgress({ json: opts.json, initial });
   const stream = opts.stream ? new TurnStream(Boolean(opts.json), sinks) : null;
@@ -259,6 +276,7 @@ export async function liveOutput(opts: LiveOptions, initial: string, sinks?: Str
     onEvent(event) {
       progress.onEvent(event);
       printEvent?.(event);
+      if (event.event === 'draft_cleared' && !printEvent) progress.printNote(draftClearedNote(event));
     },
     onProgress({ phase, tools, partialAnswer }) {
       const view: ProgressView = { observation: { phase }, tools, partialAnswer };

@@ -2,6 +2,7 @@ import { exitCodes, openSessions, type CalEvent, type RecoverItem } from '../ind
 import { eventPrinter, parseSeconds, renderError, openOptions } from './common.js';
 import { createProgress, spinnerWanted } from './progress.js';
 import { defineCommand } from './spec.js';
+import { forTerminal } from '../util/terminal-text.js';
 
 /**
  * `cal recover`: settles every unfinished turn whose cal died. Exit 0 when every turn it touched
@@ -42,7 +43,7 @@ export const command = defineCommand({
         for (const r of runs) process.stdout.write(`run ${r.run}\t${r.status}${r.skipped ? `\t[${r.skipped}]` : ''}\n`);
         if (items.length === 0 && runs.length === 0) process.stderr.write('cal: nothing to recover\n');
         for (const i of items) {
-          process.stdout.write(`${i.handle}\t${i.turn}\t${i.before} -> ${i.action} -> ${i.status}${i.answer ? `\t${i.answer.split('\n')[0]}` : ''}${i.error ? `\t[${i.error}]` : ''}\n`);
+          process.stdout.write(forTerminal(`${i.handle}\t${i.turn}\t${i.before} -> ${i.action} -> ${i.status}${i.answer ? `\t${i.answer.split('\n')[0]}` : ''}${i.error ? `\t[${i.error}]` : ''}\n`));
         }
       }
       if (opts.dryRun) return 0;

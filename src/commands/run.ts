@@ -5,6 +5,7 @@ import { readPlan } from '../workflow/plan.js';
 import { executeRun, newRun } from '../workflow/runner.js';
 import { passThroughEnv, renderError } from './common.js';
 import { defineCommand } from './spec.js';
+import { forTerminal } from '../util/terminal-text.js';
 
 /**
  * `cal run <plan>`: a durable plan of phases on one session (docs/plans.md). Plans are durable
@@ -30,7 +31,7 @@ export const command = defineCommand({
         env: passThroughEnv(),
         onEvent: opts.events ? (e) => process.stderr.write(JSON.stringify(e) + '\n') : undefined,
         onPhase: (phase, answer) => {
-          if (!opts.json) process.stdout.write(`${phase.id}\t${phase.status}${answer ? `\t${answer.split('\n')[0]}` : phase.error ? `\t${phase.error}` : ''}\n`);
+          if (!opts.json) process.stdout.write(forTerminal(`${phase.id}\t${phase.status}${answer ? `\t${answer.split('\n')[0]}` : phase.error ? `\t${phase.error}` : ''}\n`));
         },
       });
       if (done.handle) process.stderr.write(`handle: ${done.handle}\n`);

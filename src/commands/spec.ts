@@ -11,6 +11,8 @@ export interface OptionSpec {
   readonly choices?: readonly string[];
   readonly required?: boolean;
   readonly default?: string;
+  /** A `<x>` option that may be given more than once: its values in order. */
+  readonly repeatable?: boolean;
 }
 
 export interface ArgSpec {
@@ -26,9 +28,13 @@ export interface GlobalOptions {
   stateDir?: string;
   /** A fleet's Redis URL (docs/fleet.md): the command runs through the fleet's workers. */
   fleet?: string;
+  /** A file holding the fleet's Redis password (so it is in no argv; else CAL_FLEET_PASSWORD). */
+  fleetPasswordFile?: string;
 }
 
-type OptionValue<S extends OptionSpec> = S extends { readonly choices: readonly (infer C)[] }
+type OptionValue<S extends OptionSpec> = S extends { readonly repeatable: true }
+  ? string[]
+  : S extends { readonly choices: readonly (infer C)[] }
   ? C
   : S extends { readonly value: `<${string}>` }
     ? string
@@ -56,6 +62,8 @@ export interface CommandSpec<O extends Record<string, OptionSpec> = Record<strin
   readonly help: string;
   /** For a subcommand: the group's own line of help. */
   readonly groupHelp?: string;
+  /** Other words for the command (`list` for `ls`), listed in src/cli.ts's commandAliases too. */
+  readonly aliases?: readonly string[];
   readonly args: A;
   readonly options: O;
   /**

@@ -1,6 +1,7 @@
 import { checkPinned } from '../adapters/resolve.js';
 import { CalError, toCalError } from '../errors.js';
 import type { PinnedCli, ProviderHandle } from '../handles/schema.js';
+import { prepareLaunch } from './folder-trust.js';
 import { prepareMessage, type PreparedMessage } from './message.js';
 import { checkStability } from './stability.js';
 import { awaitStructuredTurn, runStructuredTurn } from './structured-continuation.js';
@@ -17,7 +18,7 @@ import type { EngineResult, TurnIntent, TurnRequest } from './types.js';
  * |-----|--------------------------------------------------|---------------------|
  * | 1   | transport api                                    | non_applicable      |
  * | 2   | fingerprint differs from the request             | stale_handle        |
- * | 6   | transport structured                             | structured turn     |
+ * | 6   | transport structured (or acp)                    | structured turn     |
  * | 6   | transport structured, a turn its CLI already has | follow it, no send  |
  * | 3   | tmux, its own pane alive                         | paste               |
  * | 4   | tmux, pane gone, native id                       | lost_tmux + resume  |
@@ -47,7 +48,7 @@ export interface RouteFacts {
 /** The decision table itself: pure, so every row is tested without tmux or a CLI. */
 export function decideRoute(f: RouteFacts): Route {
   if (f.transport === 'api') return { kind: 'non_applicable' };
-  if (f.transport === 'structured') return f.intent === 'await' ? { kind: 'structured_await' } : { kind: 'structured' };
+  if (f.transport === 'structured' || f.transport === 'acp') return f.intent === 'await' ? { kind: 'structured_await' } : { kind: 'structured' };
   if (f.intent === 'await') return { kind: 'await' };
   if (f.hasPane && f.paneAlive) return { kind: 'paste' };
   const lostPane = f.hasPane;
@@ -103,7 +104,8 @@ export async function runProviderTurn(req: TurnRequest): Promise<EngineResult> {
     case 'non_applicable':
       throw new CalError('non_applicable', `${req.handle.provider} is an API provider: it has no native continuation`);
     case 'structured':
-      return runStructuredTurn(req, msg.text);
+      // What the CLI gets: the message behind its headless (or ACP) guard.
+      return runStructuredTurn(req, msg.typed);
     case 'structured_await':
       return awaitStructuredTurn(req, msg.text, (req.intent as Extract<TurnIntent, { kind: 'await' }>).sentAt);
     case 'await':
@@ -122,10 +124,10 @@ export async function runProviderTurn(req: TurnRequest): Promise<EngineResult> {
       }
       if (route.mode === 'resume') {
         handle = { ...handle, cli: await checkPinned(handle.cli as PinnedCli, req.env, req.adapter.executable, req.adapter.readVersion) };
-        await req.adapter.prepare(req.env, req.config);
+        await prepareLaunch(req.adapter, req.env, req.config, 'tmux');
         await req.hooks.emit('resuming', { nativeSessionId: handle.nativeSessionId });
       } else {
-        await req.adapter.prepare(req.env, req.config);
+        await prepareLaunch(req.adapter, req.env, req.config, 'tmux');
       }
       return launchAndFollow({ ...req, handle }, msg, route.mode);
     }

@@ -39,7 +39,7 @@ export async function observeRecordedTurn(
   }
   if (handle.signals) await feedSignals(handle.signals.path, handle.signals.offset, observer);
   if (handle.transcript) {
-    await adapter.refreshTranscript?.(handle.transcript.path);
+    await adapter.refreshTranscript?.(handle.transcript.path, handle.cli);
     const fed = await feedTranscript(handle.transcript.path, handle.transcript.offset, observer);
     if (fed.ended) handle = { ...handle, transcript: { ...handle.transcript, offset: fed.offset } };
   }

@@ -1,6 +1,8 @@
 import { CalError } from '../errors.js';
+import { prepareLaunch } from './folder-trust.js';
 import type { PinnedCli, ProviderHandle } from '../handles/schema.js';
 import { checkPinned } from '../adapters/resolve.js';
+import { acpTransportOf } from '../adapters/acp-transport.js';
 import { processRuns, processStartTime } from '../util/process-identity.js';
 import { feedTranscript } from './transcript-feed.js';
 import type { StartedStructuredTurn } from '../adapters/types.js';
@@ -20,14 +22,16 @@ import type { EngineResult, TurnRequest } from './types.js';
 export async function runStructuredTurn(req: TurnRequest, text: string): Promise<EngineResult> {
   const { adapter, hooks } = req;
   let handle = req.handle;
-  if (!adapter.structured) throw new CalError('usage', `${adapter.name} has no structured transport`);
+  // A handle on the ACP transport runs the same way, through cal's ACP client instead of the CLI's JSON mode.
+  const transport = handle.transport === 'acp' ? acpTransportOf(adapter) : adapter.structured;
+  if (!transport) throw new CalError('usage', `${adapter.name} has no structured transport`);
   let cli = handle.cli as PinnedCli;
   const mode = handle.nativeSessionId ? 'resume' : 'fresh';
   if (mode === 'resume') {
     cli = await checkPinned(cli, req.env, adapter.executable, adapter.readVersion);
     await hooks.emit('resuming', { nativeSessionId: handle.nativeSessionId });
   }
-  await adapter.prepare(req.env, req.config);
+  await prepareLaunch(adapter, req.env, req.config, 'structured');
   // The previous turn's CLI may still be finishing after its end event: two processes never
   // work on one session, so nothing is sent before it has exited.
   if (handle.cliProcess) await finishedCli(handle.cliProcess);
@@ -43,7 +47,7 @@ export async function runStructuredTurn(req: TurnRequest, text: string): Promise
   const started = mode === 'resume' ? req.started : null;
   let result;
   try {
-    result = await (started ?? adapter.structured).run({
+    result = await (started ?? transport).run({
       cli,
       env: req.env,
       config: req.config,
@@ -98,9 +102,9 @@ async function recordNext(req: TurnRequest, handle: ProviderHandle, fresh: boole
   // A first run may rewrite the CLI's config (Claude Code 2.1.328 drops a flag cal pre-answers):
   // answered again now, the next continue finds nothing to write under the CLI its entry started.
   // A failure here is the next continue's to report, not this finished turn's: nothing recorded.
-  if (fresh && !(await req.adapter.prepare(req.env, req.config).then(() => true, () => false))) return;
+  if (fresh && !(await prepareLaunch(req.adapter, req.env, req.config, 'structured').then(() => true, () => false))) return;
   const launch = next({ cli: handle.cli, env: req.env, config: req.config, mode: 'resume', sessionId: handle.nativeSessionId, knownTranscript: handle.transcript?.path ?? null, sessionDir: req.sessionDir });
-  if (launch) recordNextLaunch(req.sessionDir, launch, req.env, handle.transcript?.path ?? null);
+  if (launch) recordNextLaunch(req.sessionDir, req.adapter.name, launch, req.env, handle.transcript?.path ?? null);
 }
 
 /**
@@ -158,7 +162,7 @@ export async function startStructuredTurn(req: Pick<TurnRequest, 'adapter' | 'ha
     const cli = await checkPinned(handle.cli, req.env, adapter.executable, adapter.readVersion);
     // Before the start: the CLI reads its config when it starts, not when its message comes. A
     // CLI cal's entry started already read it before anything this wrote (early-launch.ts).
-    if ((await adapter.prepare(req.env, req.config)) !== false) discardEarlyLaunch();
+    if (await prepareLaunch(adapter, req.env, req.config, 'structured')) discardEarlyLaunch();
     return start({
       cli,
       env: req.env,
@@ -199,7 +203,7 @@ export async function awaitStructuredTurn(req: TurnRequest, text: string, sentAt
       }
     }
     if (handle.transcript) {
-      await adapter.refreshTranscript?.(handle.transcript.path);
+      await adapter.refreshTranscript?.(handle.transcript.path, handle.cli);
       const fed = await feedTranscript(handle.transcript.path, offset, observer);
       if (fed.truncated) throw new CalError('lost', `the transcript ${handle.transcript.path} was truncated or replaced while the turn ran`);
       offset = fed.offset;

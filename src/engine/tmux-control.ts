@@ -12,9 +12,9 @@ export interface TmuxControl {
   readonly socket: string;
   newPane(spec: PaneSpec): Promise<PaneInfo>;
   paneState(paneId: string): Promise<PaneState>;
-  paste(paneId: string, text: string, submit?: boolean): Promise<void>;
+  paste(paneId: string, text: string, submit?: boolean, lineFeeds?: boolean): Promise<void>;
   /** Pastes only if the pane is still `own` and alive, checked by tmux with the paste; whether it pasted. */
-  pasteIfOwn(own: OwnPane, text: string, submit?: boolean): Promise<boolean>;
+  pasteIfOwn(own: OwnPane, text: string, submit?: boolean, lineFeeds?: boolean): Promise<boolean>;
   sendKeys(paneId: string, keys: string[]): Promise<void>;
   capture(paneId: string, lines?: number): Promise<string>;
   /** The visible screen with its styles and the cursor (to read an input box), or null. */

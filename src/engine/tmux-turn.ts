@@ -1,17 +1,19 @@
 import { randomBytes } from '../util/random.js';
-import type { LaunchRequest, TurnObserver } from '../adapters/types.js';
+import type { CliAdapter, LaunchRequest, TurnObserver } from '../adapters/types.js';
 import { preAnsweredDialogs, pressOneByOne } from './pane-keys.js';
 import { CalError } from '../errors.js';
 import type { PinnedCli, ProviderHandle, TmuxLocation } from '../handles/schema.js';
 import { waitForChange } from '../transcripts/jsonl-tail.js';
 import { checkArgvSize, paneCommand } from './launch-script.js';
-import { awaitEmptyBox, checkLanded, clearDraft } from './draft.js';
+import { awaitEmptyBox, clearDraft, enterDropped, pasteAndSubmit, showsEmptyBox } from './draft.js';
 import type { PreparedMessage } from './message.js';
 import { ownPane, PANE_TAG_ENV, samePane } from './tmux-control.js';
 import { feedSignals, feedTranscript } from './transcript-feed.js';
 import { processRuns, processStartTime } from '../util/process-identity.js';
 import { timingMark } from '../util/timing.js';
 import type { EngineResult, TurnRequest } from './types.js';
+import { lastWords } from './last-words.js';
+export { lastWords };
 
 /**
  * The tmux transport's mechanics for one turn: launch a pane (fresh or native resume), or paste
@@ -47,6 +49,16 @@ const CANCEL_GRACE_MS = 10_000;
  * Anything the CLI records after the Escape brings the full grace back.
  */
 const QUIET_CANCEL_GRACE_MS = 1500;
+/**
+ * How long a transcript cal has bound may be missing before the turn ends: the CLI cannot record
+ * the turn then (measured: Pi 1.6.0 whose session folder was deleted shows `Error: ENOENT` and
+ * writes nothing more; Codex writes on into the unlinked rollout it holds open), and waiting for
+ * the timeout proves nothing. No CLI cal drives replaces its transcript by deleting it first
+ * (those that rewrite it rename over it), so a second is plenty.
+ */
+const TRANSCRIPT_GONE_MS = 1500;
+/** Then, how long a CLI refusing to resume that session has to end its pane with its own words. */
+const REFUSAL_EXIT_MS = 2500;
 /** Between the keys that stop a failing CLI's retries and those that empty its input. */
 const AFTER_FAIL_PAUSE_MS = 1000;
 
@@ -109,6 +121,8 @@ export async function pasteAndFollow(req: TurnRequest, msg: PreparedMessage): Pr
   const draft = await clearDraft(req, location);
   timingMark('draft-checked');
   if (draft.pane === 'gone') return null;
+  // Never thrown away in silence: the draft's text goes in the event log (cal events shows it).
+  if (draft.cleared) await req.hooks.emit('draft_cleared', { ...draft.draft });
   await req.hooks.onSending();
   const sentAt = new Date(Date.now() - 1000);
   if (!(await pasteAndSubmit(req, location, msg.typed, 'if-own', draft.cleared))) return null;
@@ -122,28 +136,6 @@ export async function pasteAndFollow(req: TurnRequest, msg: PreparedMessage): Pr
 export async function awaitRecorded(req: TurnRequest, text: string, sentAt: Date): Promise<EngineResult> {
   if (!req.handle.tmux) throw new CalError('lost', 'the turn has no pane to wait on');
   return follow(req, text, 'paste', sentAt, false);
-}
-
-/**
- * Bracketed paste, then Enter: at once, or after the pause the adapter declares. Into a pane
- * cal just launched, or (`if-own`) only while the pane is still the one the handle records,
- * alive: false when it was not, and nothing was pasted.
- */
-async function pasteAndSubmit(req: TurnRequest, location: TmuxLocation, typed: string, pane: 'launched' | 'if-own', checkLanding = false): Promise<boolean> {
-  const tmux = req.tmux(location.socket);
-  const delay = req.adapter.pasteSubmitDelayMs ?? 0;
-  const enterNow = delay <= 0 && !checkLanding;
-  if (pane === 'launched') await tmux.paste(location.paneId, typed, enterNow);
-  else if (!(await tmux.pasteIfOwn(ownPane(location), typed, enterNow))) return false;
-  if (!enterNow) {
-    const pastedAt = Date.now();
-    // A box just emptied of a draft: Enter only once the message shows there alone.
-    if (checkLanding) await checkLanded(req, location, typed);
-    const rest = delay - (Date.now() - pastedAt);
-    if (rest > 0) await new Promise((resolve) => setTimeout(resolve, rest));
-    await tmux.sendKeys(location.paneId, ['Enter']);
-  }
-  return true;
 }
 
 /**
@@ -163,7 +155,9 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
   let signalOffset = handle.signals?.offset ?? 0;
   let recorded = false;
   let resubmits = 0;
-  const answerDialogs = mode !== 'paste' ? preAnsweredDialogs(adapter, tmux, location.paneId) : null;
+  let resubmitCheckedAt = sentAt.getTime();
+  // Only an answer cal gave is given again: never under a policy that trusts no folder.
+  const answerDialogs = mode !== 'paste' && req.config.trustWorkingDir !== false ? preAnsweredDialogs(adapter, tmux, location.paneId) : null;
   let lastPaneCheck = paneCheckedAt;
   let lastTmuxCheck = paneCheckedAt;
   // Trusted only once tmux has shown this process in the handle's pane: just launched, just
@@ -174,6 +168,7 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
   let cancelledAt: number | null = null;
   let quietAtCancel = false;
   let fedRecords = 0;
+  let transcriptMissingSince: number | null = null;
   // When the CLI last wrote a record (or cal last pressed the adapter's stall keys).
   let lastRecordAt = Date.now();
 
@@ -198,10 +193,17 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
   const readAll = async (): Promise<boolean> => {
     if (handle.signals) signalOffset = await feedSignals(handle.signals.path, signalOffset, observer);
     if (!transcriptPath) return false;
-    await adapter.refreshTranscript?.(transcriptPath);
+    await adapter.refreshTranscript?.(transcriptPath, handle.cli);
     const fed = await feedTranscript(transcriptPath, offset, observer, onRecord);
     if (fed.truncated) {
       throw new CalError('resume_unavailable', `the ${adapter.name} transcript ${transcriptPath} is shorter than what cal already read: it was replaced or truncated`);
+    }
+    if (!fed.missing) transcriptMissingSince = null;
+    else if (transcriptMissingSince === null) transcriptMissingSince = Date.now();
+    else if (Date.now() - transcriptMissingSince >= TRANSCRIPT_GONE_MS && !(await paneDiesWithin(REFUSAL_EXIT_MS))) {
+      // A CLI whose pane ends now refused in its own words (a resume of a session whose transcript
+      // is gone): the pane's end below says so with them. One that lives on cannot record the turn.
+      throw new CalError('resume_unavailable', `the ${adapter.name} transcript ${transcriptPath} is gone (deleted or moved while the session ran): ${adapter.name} cannot record this turn, and the session cannot be resumed from it`);
     }
     offset = fed.offset;
     const ended = observer.observation.phase === 'ended';
@@ -302,11 +304,17 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
         };
       }
       if (!recorded && cancelledAt === null) await answerDialogs?.(now - sentAt.getTime());
-      const takeBound = promptBound(adapter.promptRecordedWithinMs, mode, pasted);
-      if (takeBound !== null && !recorded && cancelledAt === null && now - sentAt.getTime() > takeBound) {
+      const takeBound = promptBound(adapter, mode, pasted, handle.cli?.version);
+      const waited = now - sentAt.getTime();
+      const wroteSinceSend = (observer.recordsSinceSend ?? 0) > 0;
+      // A launch carries the message, and the TUI submits it itself once started: with its box
+      // drawn and empty it is at its prompt with the message in hand, late on a loaded machine
+      // (16 Claude Code starts at once in CI), not behind a dialog; it gets three times as long.
+      const atPromptLate = async () => !pasted && !wroteSinceSend && waited <= (takeBound ?? 0) * 3 && (await showsEmptyBox(req, location));
+      if (takeBound !== null && !recorded && cancelledAt === null && waited > takeBound && !(await atPromptLate())) {
         const screen = lastWords(await tmux.capture(location.paneId));
         await settle('idle');
-        if ((observer.recordsSinceSend ?? 0) > 0) {
+        if (wroteSinceSend) {
           // The CLI wrote after the send, but no prompt record cal can take for this message:
           // it may well have the message, so "not taken" (resend) would be a guess.
           throw new CalError(
@@ -314,16 +322,25 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
             `${adapter.name} wrote ${observer.recordsSinceSend} transcript records after the message was sent, none of them a prompt cal can match to it: the message may have been taken; do not send it again before looking at the pane (cal inspect)${screen ? `: ${screen}` : ''}`,
           );
         }
+        if (!pasted && (await showsEmptyBox(req, location))) {
+          throw new CalError(
+            'unconfirmed',
+            `${adapter.name} sits at its prompt but did not record the message within ${Math.round(waited / 1000)}s of its launch: it may still take it; do not send it again before looking at the pane (cal inspect)${screen ? `: ${screen}` : ''}`,
+          );
+        }
         throw new CalError(
           'turn_failed',
           `${adapter.name} did not take the message within ${Math.round(takeBound / 1000)}s: it is not at its prompt (a dialog is open?)${screen ? `: ${screen}` : ''}; answer it in the pane (cal inspect, then a), then continue`,
         );
       }
-      if (pasted && !recorded && cancelledAt === null && now - sentAt.getTime() > RESUBMIT_AFTER_MS * (resubmits + 1) && resubmits < 2) {
+      if (pasted && !recorded && cancelledAt === null && resubmits < 2 && now - resubmitCheckedAt > RESUBMIT_AFTER_MS) {
         // The TUI can swallow an Enter that arrives while it is busy redrawing; the transcript
-        // (not the screen) says the message was not taken, so press Enter once more.
-        resubmits++;
-        await tmux.sendKeys(location.paneId, ['Enter']);
+        // says the message was not taken, and a box not empty that it may wait there: Enter again.
+        resubmitCheckedAt = now;
+        const dropped = await enterDropped(req, location);
+        // A TUI that may act on an Enter late is looked at until it sits idle; others twice.
+        if (dropped || adapter.pasteSubmitDelayMs !== 'when-shown') resubmits++;
+        if (dropped) await tmux.sendKeys(location.paneId, ['Enter']);
       }
     }
     const stall = adapter.stallKeys;
@@ -361,34 +378,16 @@ async function follow(req: TurnRequest, text: string, mode: Mode, sentAt: Date, 
 /**
  * How long a sent message may stay unrecorded before the CLI is taken to be off its prompt: the
  * adapter's bound after a paste, three times it after a launch (the TUI starts first); none when
- * nothing was sent now (a turn followed again) or the CLI records the prompt only with a reply.
+ * nothing was sent now (a turn followed again) or the CLI records this prompt only with a reply.
  */
-function promptBound(withinMs: number | undefined, mode: Mode, pasted: boolean): number | null {
+function promptBound({ promptRecordedWithinMs: withinMs, recordsFreshPromptLate }: CliAdapter, mode: Mode, pasted: boolean, version?: string): number | null {
   if (!withinMs) return null;
   if (mode === 'paste') return pasted ? withinMs : null;
+  if (mode === 'fresh' && recordsFreshPromptLate?.(version ?? '0')) return null;
   return withinMs * 3;
 }
 
 function observerKey(observer: TurnObserver): string | null {
   const obs = observer.observation;
   return obs.phase === 'waiting' ? null : obs.turnKey;
-}
-
-/** A V8 stack frame as printed: `at fn (file:line:col)`, `at file:line:col`, `at fn (native)`. */
-const STACK_FRAME = /^at\s.*(:\d+:\d+\)?|\((native|<anonymous>)\))$/;
-
-/**
- * The last non-empty screen lines of a dead pane, as one line (a diagnostic, not an answer). A
- * CLI that died on an exception ends on its stack (and Node's version line): then the line above
- * the frames, the error itself, comes with the innermost frame, since the last frames alone say
- * nothing of what went wrong (seen: Gemini CLI 0.41.0 ending on three React frames).
- */
-export function lastWords(screen: string): string {
-  const lines = screen.split('\n').map((l) => l.trim()).filter(Boolean).filter((l) => !/^Pane is dead/.test(l));
-  let end = lines.length;
-  while (end > 0 && /^Node\.js v\d/.test(lines[end - 1] as string)) end--;
-  let frames = end;
-  while (frames > 0 && STACK_FRAME.test(lines[frames - 1] as string)) frames--;
-  const words = frames < end && frames > 0 ? [lines[frames - 1], lines[frames]] : lines.slice(-3);
-  return words.join(' / ').slice(0, 400);
 }

@@ -7,6 +7,8 @@ export interface FeedResult {
   ended: boolean;
   /** The file is shorter than the offset: it was replaced or truncated. */
   truncated: boolean;
+  /** No file (or no regular file) is there: not written yet, or deleted. */
+  missing: boolean;
 }
 
 /**
@@ -24,14 +26,15 @@ export async function feedTranscript(
 ): Promise<FeedResult> {
   for (;;) {
     const read = await readJsonlFrom(file, offset);
-    if (read.truncated) return { offset, ended: false, truncated: true };
+    if (read.truncated) return { offset, ended: false, truncated: true, missing: false };
+    if (read.missing) return { offset, ended: false, truncated: false, missing: true };
     for (const rec of read.records) {
       observer.feed(rec.value);
       offset = rec.endOffset;
       await onRecord?.();
-      if (observer.observation.phase === 'ended') return { offset, ended: true, truncated: false };
+      if (observer.observation.phase === 'ended') return { offset, ended: true, truncated: false, missing: false };
     }
-    if (read.offset === offset) return { offset, ended: false, truncated: false };
+    if (read.offset === offset) return { offset, ended: false, truncated: false, missing: false };
     offset = read.offset;
   }
 }

@@ -1,9 +1,10 @@
-import { spawn } from 'node:child_process';
+import type { DraftControl } from '../adapters/types.js';
 import type { ProviderHandle, TmuxLocation } from '../handles/schema.js';
 import { endTagged } from '../util/tagged-processes.js';
 import { TmuxServer } from '../tmux/tmux.js';
 import { PANE_TAG_ENV, paneAlive, samePane, type PaneListing, type TmuxFactory } from './tmux-control.js';
 import { tmuxSocketFor } from './tmux-socket.js';
+import { spawnChild } from '../util/spawn.js';
 
 /**
  * The transport helpers the layers above use, behind the engine: they name a session by its
@@ -67,7 +68,8 @@ export function attachTerminal(handle: ProviderHandle): Promise<number> {
   delete env.TMUX_PANE;
   return new Promise((resolve) => {
     const [cmd, ...args] = argv as [string, ...string[]];
-    const child = spawn(cmd, args, { stdio: 'inherit', env });
+    // The user's terminal, attached: stdio is cal's own.
+    const child = spawnChild(cmd, args, { stdio: 'inherit', env });
     child.on('error', () => resolve(127));
     child.on('exit', (code) => resolve(code ?? 1));
   });
@@ -98,4 +100,14 @@ export async function listPanes(transportDir: string, tmux: TmuxFactory = realTm
 /** The listed pane that is this location's own (same id, session and, where recorded, process), if any. */
 export function findOwnPane(location: TmuxLocation, panes: readonly PaneListing[]): PaneListing | null {
   return panes.find((p) => p.paneId === location.paneId && samePane(location, { exists: true, dead: p.dead, deadStatus: null, session: p.session, pid: p.pid })) ?? null;
+}
+
+/**
+ * What the input box of a live pane holds, by its adapter's reader ('' when empty): a control
+ * decision (may an attached pane be reaped), never an answer. Null when the box cannot be read.
+ */
+export async function inputBoxText(location: TmuxLocation, draft: DraftControl | undefined, tmux: TmuxFactory = realTmux): Promise<string | null> {
+  if (!draft) return null;
+  const screen = await tmux(location.socket).screen(location.paneId);
+  return screen ? draft.read(screen) : null;
 }

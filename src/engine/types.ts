@@ -8,7 +8,7 @@ import type { TmuxFactory } from './tmux-control.js';
  * The provider-level engine's vocabulary (design §4, §5): one `TurnRequest` goes in, one
  * `TurnOutcome` (plus the provider handle as it now stands) comes out.
  */
-export type ProviderEvent = 'resuming' | 'running' | 'completed' | 'failed' | 'lost_tmux' | 'resume_unavailable' | 'stale_handle' | 'interrupted' | 'lost' | 'retrying';
+export type ProviderEvent = 'resuming' | 'running' | 'completed' | 'failed' | 'lost_tmux' | 'resume_unavailable' | 'stale_handle' | 'interrupted' | 'lost' | 'retrying' | 'draft_cleared';
 
 export interface TurnOutcome {
   status: 'completed' | 'failed' | 'interrupted' | 'lost';

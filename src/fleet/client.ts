@@ -25,17 +25,20 @@ import type {
   TurnCallOptions,
   TurnResult,
 } from '../library/types.js';
+import type { WaitOptions } from '../library/types.js';
+import { waitForTurns } from '../library/wait.js';
 import { connectFleet } from './connection.js';
 import { FleetJobs, withHost } from './jobs.js';
 import { keys, redactedUrl, type Operation } from './protocol.js';
 import { isAlive } from './hosts.js';
+import { lastListing, ownedBy } from './registry.js';
 
 export { defaultHostWaitSeconds } from './jobs.js';
 /** inspect and recover of every host: how long one host may take to answer before it is listed as unavailable. */
 const broadcastWaitSeconds = 5;
 
 export async function openFleetSessions(fleet: FleetOptions): Promise<Sessions> {
-  const redis = await connectFleet(fleet.connection, false);
+  const redis = await connectFleet(fleet.connection, false, fleet.password);
   return new FleetSessions(fleet.connection, redis);
 }
 
@@ -63,7 +66,10 @@ class FleetSessions implements Sessions {
     checkMessage(o.message);
     refuseMachinePaths(o);
     refuseAborted(o.signal);
+    // A worktree is a folder of one machine's repository: not something a fleet start can place.
+    if (o.worktree || o.branch !== undefined) throw new CalError('usage', '--worktree runs a session in a git worktree of this machine; start it without --fleet, on the machine that holds the repository');
     const options = pick(o, ['provider', 'message', 'transport', 'name', 'replace', 'timeoutSeconds', 'cwd', 'model', 'systemPrompt', 'toolPolicy']);
+    if (o.name !== undefined && o.replace) await this.replaceName(o.name, o.hostWaitSeconds);
     return this.turn(null, { op: 'start', options: options as Extract<Operation, { op: 'start' }>['options'] }, o);
   }
 
@@ -142,7 +148,15 @@ class FleetSessions implements Sessions {
     const list: SessionList = { handles: [], certifications: [], unreadable: [], hosts: [] };
     for (const { host, value } of await this.everyHost({ op: 'inspect' })) {
       list.hosts?.push({ host, available: value !== null });
-      if (value === null) continue;
+      if (value === null) {
+        // A host down: its handles as it last listed them, marked with its host (listed, never left out).
+        const last = await lastListing(this.redis, host);
+        if (last) list.handles.push(...last.map((h) => ({ ...h, handle: withHost(h.handle, host) })));
+        const listed = new Set(last?.map((h) => h.handle.id));
+        const unlisted = (await ownedBy(this.redis, host)).filter((id) => !listed.has(id));
+        for (const id of unlisted) list.unreadable.push({ file: id, reason: `its host ${host} is down and left no listing of it`, name: null });
+        continue;
+      }
       const one = value as SessionList;
       list.handles.push(...one.handles.map((h) => ({ ...h, handle: withHost(h.handle, host) })));
       list.certifications.push(...one.certifications);
@@ -213,9 +227,28 @@ class FleetSessions implements Sessions {
     })();
   }
 
+  wait(ref: HandleRef, options: WaitOptions & { turn?: string } = {}): Promise<TurnResult> {
+    return waitForTurns((r, o) => this.inspect(r, o), [ref], options);
+  }
+
+  waitForAny(refs: readonly HandleRef[], options: WaitOptions = {}): Promise<TurnResult> {
+    return waitForTurns((r, o) => this.inspect(r, o), refs, options);
+  }
+
   async close(): Promise<void> {
     await this.jobs.close();
     this.redis.disconnect();
+  }
+
+  /**
+   * `--replace` through a fleet: the handle holding the name is removed on its own host first (a
+   * name is one session fleet-wide), so the start that follows finds the name free wherever it
+   * lands. A holder whose host is down cannot be removed: `host_unavailable`, nothing started.
+   */
+  private async replaceName(name: string, hostWaitSeconds: number | undefined): Promise<void> {
+    const holder = await this.redis.hget(keys.names, name);
+    if (holder === null) return;
+    await this.jobs.call(holder, { op: 'remove', ref: name, force: false }, hostWaitSeconds === undefined ? {} : { hostWaitSeconds });
   }
 
   /** The host that owns a handle (by id or name), from the fleet's records. */

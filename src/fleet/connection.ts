@@ -13,7 +13,7 @@ export const connectTimeoutMs = 2000;
  * `blocking`: BullMQ's workers and event readers need connections that never give up a command
  * (maxRetriesPerRequest null); a client's own commands fail fast instead.
  */
-export async function connectFleet(url: string, blocking: boolean): Promise<Redis> {
+export async function connectFleet(url: string, blocking: boolean, password?: string): Promise<Redis> {
   if (!/^rediss?:\/\//.test(url)) throw new CalError('usage', `a fleet is a redis:// or rediss:// URL, not ${JSON.stringify(redactedUrl(url))}`);
   const options: RedisOptions = {
     lazyConnect: true,
@@ -22,6 +22,9 @@ export async function connectFleet(url: string, blocking: boolean): Promise<Redi
     enableOfflineQueue: true,
     // Reconnects after a first connection was made (Redis restarted): every 200 ms, up to 2 s apart.
     retryStrategy: (times) => Math.min(times * 200, 2000),
+    // The password given apart from the URL (CAL_FLEET_PASSWORD, --fleet-password-file), so that
+    // it is not in any process's argv; one in the URL comes first (ioredis reads the URL first).
+    ...(password ? { password } : {}),
   };
   const redis = new Redis(url, options);
   // ioredis rejects a failed connect with "Connection is closed."; the cause (a refused password,
@@ -35,9 +38,33 @@ export async function connectFleet(url: string, blocking: boolean): Promise<Redi
     await withTimeout(redis.ping(), connectTimeoutMs);
   } catch (err) {
     redis.disconnect();
-    throw new CalError('host_unavailable', `the fleet's Redis at ${redactedUrl(url)} ${whyUnreachable(cause ?? err)}`);
+    throw new CalError('host_unavailable', scrubbed(`the fleet's Redis at ${redactedUrl(url)} ${whyUnreachable(cause ?? err)}`, url, password));
   }
   return redis;
+}
+
+/** A message with every secret of the URL (and the password given apart) taken out, whatever quoted it. */
+export function scrubbed(message: string, url: string, password?: string): string {
+  const secrets = [password];
+  try {
+    const u = new URL(url);
+    const rawQuery = u.search.slice(1).split('&').map((kv) => kv.split('=').slice(1).join('='));
+    secrets.push(u.password, u.username, ...u.searchParams.values(), ...rawQuery);
+    secrets.push(...secrets.map((s) => (s ? safeDecode(s) : s)));
+  } catch {
+    // Not a URL: nothing of it was quoted by redactedUrl either.
+  }
+  let out = message;
+  for (const s of secrets) if (s && s.length >= 3) out = out.split(s).join('***');
+  return out;
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
 }
 
 /** Certificate failures as Node's TLS names them (err.code). */

@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import { CalError } from '../errors.js';
 import { TurnError } from '../library/errors.js';
 import type { CalEvent, Handle, TurnCallOptions, TurnResult } from '../library/types.js';
+import { DEFAULT_TIMEOUT_S } from '../sessions/execute-turn.js';
 import { anyAlive, isAlive, untilUp } from './hosts.js';
 import { abortMarkMs, errorOf, hostQueue, JobProgress, JobResult, keys, leaseMs, newSessionQueue, redactedUrl, type JobData, type Operation } from './protocol.js';
 
@@ -52,9 +53,12 @@ export class FleetJobs {
     const { queue, events } = await this.channel(host === null ? newSessionQueue : hostQueue(host));
     const jobId = randomUUID();
     const data: JobData = { operation, notAfter: Date.now() + boundMs };
+    // The turn, once its host says its message left: named by a failure that ends the wait.
+    const sent: { handle?: string; turn?: string } = {};
+    const live: Live = { ...o, onSent: (s) => (Object.assign(sent, s), o.onSent?.(s)) };
     const settled = new Promise<JobResult>((resolve) => {
       const onProgress = ({ jobId: id, data: p }: { jobId: string; data: unknown }) => {
-        if (id === jobId) deliver(p, o);
+        if (id === jobId) deliver(p, live);
       };
       const onDone = ({ jobId: id, returnvalue }: { jobId: string; returnvalue: unknown }) => {
         if (id !== jobId) return;
@@ -68,13 +72,17 @@ export class FleetJobs {
     const renew = lease ? await this.holdLease(jobId) : null;
     // Ctrl-C (the caller's signal) after the job left: a job not yet taken is withdrawn (nothing
     // was sent); one running is aborted on its host, where its turn settles as interrupted.
-    const abort = { withdrawn: false };
-    const onAbort = () => void this.abortJob(queue, jobId).then((withdrawn) => (abort.withdrawn = withdrawn));
+    const abort = { withdrawn: false, asked: false };
+    const onAbort = () => {
+      abort.asked = true;
+      void this.abortJob(queue, jobId).then((withdrawn) => (abort.withdrawn = withdrawn));
+    };
     try {
       await queue.add(operation.op, data, { jobId, attempts: 1, removeOnComplete: { age: 300 }, removeOnFail: { age: 300 } });
       o.signal?.addEventListener('abort', onAbort, { once: true });
       if (o.signal?.aborted) onAbort();
-      const result = await this.untilSettled(queue, jobId, settled, up, who, boundMs, abort);
+      const wait: Wait = { boundMs, deadline: turnDeadline(operation, boundMs), startedAt: Date.now(), sent };
+      const result = await this.untilSettled(queue, jobId, settled, up, who, wait, abort);
       return unwrap(result);
     } finally {
       o.signal?.removeEventListener('abort', onAbort);
@@ -90,7 +98,9 @@ export class FleetJobs {
    * also read every second: BullMQ's event reader is "ready" before its first read of the stream,
    * and a fast job (an inspect) can end in between; its end event is then never seen.
    */
-  private async untilSettled(queue: Queue, jobId: string, settled: Promise<JobResult>, up: () => Promise<boolean>, who: string, boundMs: number, abort: { withdrawn: boolean }): Promise<JobResult> {
+  private async untilSettled(queue: Queue, jobId: string, settled: Promise<JobResult>, up: () => Promise<boolean>, who: string, wait: Wait, abort: { withdrawn: boolean; asked: boolean }): Promise<JobResult> {
+    const { boundMs, sent } = wait;
+    const details = () => ({ ...(sent.handle ? { handle: sent.handle } : {}), ...(sent.turn ? { turn: sent.turn } : {}) });
     let downSince: number | null = null;
     let redisWasDown = false;
     let ticks = 0;
@@ -106,7 +116,17 @@ export class FleetJobs {
       if (!reachable.redis) redisWasDown = true;
       else if (redisWasDown || ++ticks % 5 === 0) {
         const ended = await endedJob(queue, jobId);
+        // A job the caller's abort is withdrawing is gone for that reason: nothing was sent.
+        if (ended === 'missing' && abort.asked) throw new CalError('interrupted', 'the call was aborted before its host took it; nothing was sent');
+        if (ended === 'missing') {
+          // Redis restarted without its data (or evicted it): no worker will ever end this job.
+          const where = sent.handle ? `handle ${sent.handle} (cal inspect ${sent.handle}; cal recover settles it)` : `${who} (cal inspect shows it; cal recover settles it)`;
+          throw new CalError('host_unavailable', `the fleet's Redis at ${redactedUrl(this.url)} no longer holds this request (restarted without its data?); its answer cannot come back here: if its message was sent, the turn settles on ${where}`, details());
+        }
         if (ended) return ended;
+      }
+      if (wait.deadline !== null && Date.now() > wait.deadline) {
+        throw new CalError('timeout', `no answer from ${who} within the turn's timeout and --host-wait (${Math.round((wait.deadline - wait.startedAt) / 1000)} s); the turn, if sent, settles there (cal inspect, cal recover)`, details());
       }
       if (reachable.isUp) {
         downSince = null;
@@ -178,16 +198,44 @@ export class FleetJobs {
   }
 }
 
+interface Wait {
+  /** How long a host (or Redis) may stay away (ms). */
+  boundMs: number;
+  /** When a turn's caller stops waiting whatever happens (epoch ms), or null (a follow, a --wait for ever). */
+  deadline: number | null;
+  startedAt: number;
+  /** The turn once its host said its message left. */
+  sent: { handle?: string; turn?: string };
+}
+
+/**
+ * A turn's whole wait: its --timeout (the CLI's bound on its host), plus --wait for a busy
+ * handle, plus the host bound twice (to be taken, and for the answer to come back), plus a
+ * margin for the host's own settling. Past it the caller ends with `timeout`, whatever Redis did.
+ */
+function turnDeadline(operation: Operation, boundMs: number): number | null {
+  if (operation.op !== 'start' && operation.op !== 'continue') return null;
+  const wait = operation.op === 'continue' ? operation.options.wait : undefined;
+  if (wait === true) return null;
+  const seconds = (operation.options.timeoutSeconds ?? DEFAULT_TIMEOUT_S) + (typeof wait === 'number' ? wait : 0);
+  return Date.now() + seconds * 1000 + 2 * boundMs + 30_000;
+}
+
 /** ioredis's failures of a connection that went away (not a reply Redis gave). */
 function isConnectionError(err: unknown): err is Error {
   return err instanceof Error && (err.name === 'MaxRetriesPerRequestError' || /Connection is closed|ECONNREFUSED|ECONNRESET|max retries per request/i.test(err.message));
 }
 
-/** A job's result read from the job itself (its end event may have been missed while Redis was away); null while it runs. */
-async function endedJob(queue: Queue, jobId: string): Promise<JobResult | null> {
+/**
+ * A job's result read from the job itself (its end event may have been missed while Redis was
+ * away); null while it runs; 'missing' when Redis no longer holds it (it was added, and is kept
+ * for minutes after it ends: only a Redis that lost its data loses it).
+ */
+async function endedJob(queue: Queue, jobId: string): Promise<JobResult | null | 'missing'> {
   try {
     const job = await queue.getJob(jobId);
-    if (!job || (await job.getState()) !== 'completed') return null;
+    if (!job) return 'missing';
+    if ((await job.getState()) !== 'completed') return null;
     const value: unknown = job.returnvalue;
     return JobResult.parse(typeof value === 'string' ? JSON.parse(value) : value);
   } catch {

@@ -36,12 +36,12 @@ async function valueOf(sessions: LocalSessions, op: Operation, jobId: string, re
     case 'start': {
       const earlier = await settledEarlier(sessions, jobId);
       if (earlier) return completedOrThrow(earlier);
-      return sessions.startTagged({ ...op.options, ...live }, turnTag(jobId));
+      return releasedOnFailure(sessions, jobId, sessions.startTagged({ ...op.options, ...live }, turnTag(jobId)));
     }
     case 'continue': {
       const earlier = await settledEarlier(sessions, jobId);
       if (earlier) return completedOrThrow(earlier);
-      return sessions.continueTagged(op.ref, op.message, { ...op.options, ...live }, turnTag(jobId));
+      return releasedOnFailure(sessions, jobId, sessions.continueTagged(op.ref, op.message, { ...op.options, ...live }, turnTag(jobId)));
     }
     case 'killTmux':
       return sessions.killTmux(op.ref);
@@ -68,6 +68,21 @@ async function valueOf(sessions: LocalSessions, op: Operation, jobId: string, re
     }
     case 'recover':
       return sessions.recover({ dryRun: op.dryRun, retryLost: op.retryLost, timeoutSeconds: op.timeoutSeconds });
+  }
+}
+
+/**
+ * A turn call that ended without settling its turn (a timeout: the CLI may still finish it) leaves
+ * the turn to `cal recover`, as a cal that exits does: the worker, which lives on, is not its
+ * owner any more, so a recover (through the fleet, or the worker's own at its next start) settles
+ * it from the CLI's records. The error's "cal recover settles it" holds through a fleet too.
+ */
+async function releasedOnFailure(sessions: LocalSessions, jobId: string, call: Promise<TurnResult>): Promise<TurnResult> {
+  try {
+    return await call;
+  } catch (err) {
+    await sessions.releaseTagged(turnTag(jobId)).catch(() => undefined);
+    throw err;
   }
 }
 

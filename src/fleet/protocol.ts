@@ -24,7 +24,18 @@ export const keys = {
   aborted: (jobId: string) => `cal:fleet:aborted:${jobId}`,
   /** Renewed by the caller of a follow while it reads: a follow whose caller is gone ends. */
   lease: (jobId: string) => `cal:fleet:lease:${jobId}`,
+  /**
+   * A start's claim, set (SET NX) by the worker that takes it before anything is sent: the host,
+   * then the handle and turn once sent, then its result. A start job run again (its worker died,
+   * or it was replayed) on any worker finds it and is never sent a second time.
+   */
+  claim: (jobId: string) => `cal:fleet:claim:${jobId}`,
+  /** A host's handle listing as it last answered: what `inspect` shows of a host that is down. */
+  listing: (host: string) => `cal:fleet:listing:${host}`,
 } as const;
+
+/** How long a start's claim outlives its job (s): a replay of the job within it is recognised. */
+export const claimTtlSeconds = 24 * 3600;
 
 /** How long an abort mark and a follow's lease last unless renewed (ms); the lease is renewed every second. */
 export const abortMarkMs = 300_000;
@@ -98,12 +109,18 @@ export function errorOf(wire: z.infer<typeof WireError>): CalError {
   return new CalError(kind as ErrorKind, message, details);
 }
 
-/** A Redis URL with its password replaced, for messages (a password never reaches a log or an error). */
+/**
+ * A Redis URL with every secret replaced, for messages (a password never reaches a log or an
+ * error): the password, a user given alone (some clients read `redis://PASSWORD@host` as the
+ * password), and every query parameter's value (ioredis reads `?password=` as the password).
+ */
 export function redactedUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';
-    return u.toString();
+    else if (u.username) u.username = '***';
+    for (const name of [...new Set(u.searchParams.keys())]) u.searchParams.set(name, '***');
+    return u.toString().replace(/%2A%2A%2A/g, '***');
   } catch {
     return '(an unreadable Redis URL)';
   }

@@ -7,11 +7,11 @@ import { HANDLE_ID_PATTERN } from './id.js';
  */
 export const HANDLE_SCHEMA_VERSION = 1;
 
-export const providerNames = ['claude-code', 'codex', 'gemini', 'pi', 'cursor', 'agy', 'qwen', 'copilot', 'opencode', 'anthropic', 'openai'] as const;
+export const providerNames = ['claude-code', 'codex', 'gemini', 'pi', 'cursor', 'agy', 'qwen', 'copilot', 'opencode', 'cline', 'kilo', 'acp', 'anthropic', 'openai'] as const;
 export const ProviderName = z.enum(providerNames);
 export type ProviderName = z.infer<typeof ProviderName>;
 
-export const transports = ['tmux', 'structured', 'api'] as const;
+export const transports = ['tmux', 'structured', 'acp', 'api'] as const;
 export const Transport = z.enum(transports);
 export type Transport = z.infer<typeof Transport>;
 
@@ -63,6 +63,8 @@ export const PinnedCli = z.object({
   support: z.enum(['certified', 'newer_than_certified']).optional(),
   /** The newest release the adapter had certified when this version was pinned. */
   newestCertified: z.string().optional(),
+  /** `--provider acp`: the arguments of the agent's command line after its executable (`--acp-command`). */
+  args: z.array(z.string()).optional(),
 });
 export type PinnedCli = z.infer<typeof PinnedCli>;
 
@@ -119,6 +121,11 @@ export const StabilityFingerprint = z.object({
   mcpConfigHash: z.string().nullable(),
   mcpConfigPath: z.string().nullable().default(null),
   toolPolicy: z.string(),
+  /**
+   * The trust policy of this session (engine/folder-trust.ts): false once `--no-trust` was given
+   * (at start or on a continue), kept for every later turn. Handles written before it: true.
+   */
+  trustWorkingDir: z.boolean().default(true),
 });
 export type StabilityFingerprint = z.infer<typeof StabilityFingerprint>;
 
@@ -149,6 +156,8 @@ export const AgentSessionHandle = z.object({
   provider: ProviderHandle,
   /** Every pane this logical session had: the current one first, then archived ones. */
   panes: z.array(PaneRecord),
+  /** The git worktree cal made for the session (`start --worktree`, src/git/worktree.ts), if any. */
+  worktree: z.object({ path: z.string(), branch: z.string(), repo: z.string(), base: z.string() }).nullable().optional(),
   createdAt: z.string(),
   updatedAt: z.string(),
 });

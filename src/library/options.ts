@@ -24,12 +24,13 @@ const expected = {
   systemPrompt: text.optional(),
   mcpConfig: text.optional(),
   toolPolicy: ToolPolicy.optional(),
+  acpCommand: text.optional(),
 };
 const Transport = z.enum(transports);
 const wait = z.union([z.boolean(), seconds]).optional();
 
-const StartOptions = z.object({ ...turnCall, ...expected, provider: ProviderName, message: z.unknown(), transport: Transport.optional(), name: text.optional(), replace: z.boolean().optional(), cliPath: text.optional() });
-const ContinueOptions = z.object({ ...turnCall, ...expected, transport: Transport.optional(), wait });
+const StartOptions = z.object({ ...turnCall, ...expected, provider: ProviderName, message: z.unknown(), transport: Transport.optional(), name: text.optional(), replace: z.boolean().optional(), cliPath: text.optional(), worktree: z.boolean().optional(), branch: text.optional(), trustWorkingDir: z.boolean().optional() });
+const ContinueOptions = z.object({ ...turnCall, ...expected, transport: Transport.optional(), wait, trustWorkingDir: z.boolean().optional() });
 const AskOptions = z.object({
   ...turnCall,
   ...expected,

@@ -3,6 +3,7 @@ import { certIds } from '../certify/types.js';
 import { AgentSessions, type StartRequest } from '../sessions/agent-sessions.js';
 import { resolveStateDir } from '../state/paths.js';
 import { StateStore, type EventRecord } from '../state/store.js';
+import { terminalStatuses } from '../state/turns.js';
 import { CertificationError, completedOrThrow } from './errors.js';
 import { handleEvents } from './events.js';
 import { checkAskOptions, checkContinueOptions, checkStartOptions } from './options.js';
@@ -32,7 +33,9 @@ import type {
   StartOptions,
   TurnCallOptions,
   TurnResult,
+  WaitOptions,
 } from './types.js';
+import { waitForTurns } from './wait.js';
 
 /**
  * The library: the continuation contract for TypeScript programs, on top of the agent-session
@@ -44,7 +47,8 @@ export async function openSessions(options: OpenOptions = {}): Promise<Sessions>
   if (fleet) {
     // Loaded only for a fleet: a call on one machine never loads BullMQ (docs/fleet.md).
     const { openFleetSessions } = await import('../fleet/client.js');
-    return openFleetSessions(fleet);
+    const password = fleet.password ?? env.CAL_FLEET_PASSWORD;
+    return openFleetSessions({ ...fleet, ...(password ? { password } : {}) });
   }
   return openLocalSessions({ ...options, env });
 }
@@ -66,6 +70,12 @@ export interface LocalSessions extends Sessions {
   continueTagged(ref: HandleRef, message: string, options: ContinueOptions, tag: string): Promise<TurnResult>;
   /** The turn tagged with `tag` on any handle (the newest), with its handle, or null if none was ever created. */
   findTagged(tag: string): Promise<TurnResult | null>;
+  /**
+   * The turn tagged with `tag`, left open by a call of this process that stopped waiting for it
+   * (a timeout), is no longer this process's: `recover` settles it, as it does a turn whose cal
+   * exited. A long-lived process (a fleet worker) calls it when its call ends.
+   */
+  releaseTagged(tag: string): Promise<void>;
 }
 
 type SessionProgress = NonNullable<StartRequest['onProgress']>;
@@ -100,12 +110,19 @@ class CalSessions implements LocalSessions {
     return null;
   }
 
+  async releaseTagged(tag: string): Promise<void> {
+    const found = await this.findTagged(tag);
+    if (!found || terminalStatuses.has(found.turn.status) || found.turn.ownerPid !== process.pid) return;
+    await this.store.saveTurn({ ...found.turn, ownerPid: null, ownerStartTime: null });
+  }
+
   async close(): Promise<void> {
     // Nothing to close on one machine: the state directory holds no open connection.
   }
 
   async start(o: StartOptions, tag?: string): Promise<TurnResult> {
     checkStartOptions(o);
+    if (o.branch !== undefined && o.worktree !== true) throw new CalError('usage', 'a branch is for a session in its own worktree: pass --worktree (worktree: true) with it');
     checkMessage(o.message);
     refuseAborted(o.signal);
     let result: Awaited<ReturnType<AgentSessions['start']>>;
@@ -145,6 +162,9 @@ class CalSessions implements LocalSessions {
       mcpConfig: o.mcpConfig,
       toolPolicy: o.toolPolicy,
       cliPath: o.cliPath,
+      ...(o.worktree ? { worktree: o.branch === undefined ? {} : { branch: o.branch } } : {}),
+      acpCommand: o.acpCommand,
+      ...(o.trustWorkingDir === false ? { trustWorkingDir: false } : {}),
       timeoutSeconds: o.timeoutSeconds,
       replace: o.replace,
       env: this.env,
@@ -167,7 +187,9 @@ class CalSessions implements LocalSessions {
       systemPrompt: o.systemPrompt,
       mcpConfig: o.mcpConfig,
       toolPolicy: o.toolPolicy,
+      acpCommand: o.acpCommand,
       transport: o.transport,
+      ...(o.trustWorkingDir === false ? { trustWorkingDir: false } : {}),
       waitSeconds: waitSeconds(o.wait),
       timeoutSeconds: o.timeoutSeconds,
       env: this.env,
@@ -242,6 +264,14 @@ class CalSessions implements LocalSessions {
     const screen = alive && options.screen !== false ? await this.agents.screen(handleRef).catch(() => null) : null;
     const attach = alive ? await this.agents.attachCommand(handleRef) : null;
     return { ...view, screen, attach, certification };
+  }
+
+  wait(ref: HandleRef, options: WaitOptions & { turn?: string } = {}): Promise<TurnResult> {
+    return waitForTurns((r, o) => this.inspect(r, o), [ref], options);
+  }
+
+  waitForAny(refs: readonly HandleRef[], options: WaitOptions = {}): Promise<TurnResult> {
+    return waitForTurns((r, o) => this.inspect(r, o), refs, options);
   }
 
   /** Turns first (from the CLI transcripts), then the plan runs they belong to, from the phase they reached. */

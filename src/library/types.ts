@@ -36,6 +36,8 @@ export const eventKinds = [
   'stale_handle',
   /** The CLI retries a failing model request (attempt, maxRetries, delayMs, errorStatus). */
   'retrying',
+  /** A draft a person left in the pane's input box was cleared before cal's paste (text, rows: docs/drafts.md). */
+  'draft_cleared',
   // agent sessions
   'waiting_for_lock',
   'pane_killed',
@@ -90,7 +92,7 @@ export interface StartOptions extends TurnCallOptions {
   /** Working directory of the session (default: the process's). */
   cwd?: string;
   model?: string;
-  /** `tmux` (default for CLIs), `structured` (the CLI's JSON mode) or `api` (API providers). */
+  /** `tmux` (default for CLIs), `structured` (the CLI's JSON mode), `acp` (the CLI as an ACP agent) or `api` (API providers). */
   transport?: Transport;
   /** A name to use instead of the handle id. A start whose first turn does not complete releases it. */
   name?: string;
@@ -103,6 +105,19 @@ export interface StartOptions extends TurnCallOptions {
   toolPolicy?: ToolPolicy;
   /** The CLI executable to pin (default: found on the PATH of `env`). */
   cliPath?: string;
+  /**
+   * Run the session in a new git worktree of the repository `cwd` is in, beside it at
+   * `<repo>.cal-worktrees/<name or handle id>`, on a new branch (`branch`, default
+   * `cal/<name or handle id>`); recorded on the handle. Not a repository, a branch that exists or
+   * uncommitted changes in the repository: `usage`, nothing created.
+   */
+  worktree?: boolean;
+  /** With `worktree`: the new branch's name. */
+  branch?: string;
+  /** `provider: 'acp'`: the ACP agent's command line, as words (no shell): `gemini --acp`. */
+  acpCommand?: string;
+  /** false: never trust the working directory on the caller's behalf (a CLI that would ask fails `untrusted_folder`); recorded in the handle. Default true (docs/security.md, "What cal trusts"). */
+  trustWorkingDir?: boolean;
 }
 
 /**
@@ -115,6 +130,8 @@ export interface ExpectedConfig {
   systemPrompt?: string;
   mcpConfig?: string;
   toolPolicy?: ToolPolicy;
+  /** `provider: 'acp'`: the ACP agent's command line (recorded on the handle); on a continue, another one is `stale_handle`. */
+  acpCommand?: string;
 }
 
 export interface ContinueOptions extends TurnCallOptions, ExpectedConfig {
@@ -122,6 +139,8 @@ export interface ContinueOptions extends TurnCallOptions, ExpectedConfig {
   transport?: Transport;
   /** Another call is continuing this handle: false/absent fails with `busy` at once; true waits in line; a number waits that many seconds. */
   wait?: boolean | number;
+  /** false: from this turn on, never trust the working directory on the caller's behalf (recorded in the handle). */
+  trustWorkingDir?: boolean;
 }
 
 export interface ChatMessage {
@@ -237,6 +256,13 @@ export interface CancelOptions {
  */
 export type CancelResult = CancelOutcome;
 
+export interface WaitOptions {
+  /** Give up after this long (`timeout`); the turns go on. Default: no bound. */
+  timeoutSeconds?: number;
+  /** Stops waiting (`interrupted`); the turns go on. */
+  signal?: AbortSignal;
+}
+
 export interface RemoveOptions {
   /** Remove even while a turn is in flight (another call holds the handle, or a turn never settled). */
   force?: boolean;
@@ -247,6 +273,8 @@ export interface RemoveResult {
   handle: Handle;
   /** How many of its tmux panes were still running and were ended. */
   panesEnded: number;
+  /** Its git worktree (`start` with `worktree`): `removed` with its branch when clean and merged, else kept (`kept` says why). */
+  worktree?: { path: string; branch: string; removed: boolean; kept: string | null };
 }
 
 export interface ReapOptions {
@@ -273,6 +301,11 @@ export interface EventsOptions {
 /** A fleet of cal workers (docs/fleet.md): the Redis URL they share (`redis://` or `rediss://`, with a password if it has one). */
 export interface FleetOptions {
   connection: string;
+  /**
+   * The Redis password, given apart from the URL so it is in no process's argv (default:
+   * `CAL_FLEET_PASSWORD` of `env`); a password in the URL comes first.
+   */
+  password?: string;
 }
 
 export interface OpenOptions {
@@ -302,6 +335,16 @@ export interface Sessions {
    * exit status). `non_applicable` for a structured or API session, `not_found` when the pane is gone.
    */
   attach(ref: HandleRef): Promise<number>;
+  /**
+   * Waits for a handle's newest turn (or `turn`), fired with `onSent` or `--detach` or run by
+   * another process, to settle: resolves with it completed, else throws its `TurnError`.
+   */
+  wait(ref: HandleRef, options?: WaitOptions & { turn?: string }): Promise<TurnResult>;
+  /**
+   * Waits for the first of several handles' newest turns to settle: resolves with it (its
+   * `handle` says which) when it completed, else throws its `TurnError` (`result` has it).
+   */
+  waitForAny(refs: readonly HandleRef[], options?: WaitOptions): Promise<TurnResult>;
   /** Cancels the turn in flight on a handle, whichever process runs it (see CancelResult). */
   cancel(ref: HandleRef, options?: CancelOptions): Promise<CancelResult>;
   /** Ends idle panes (never one with a turn in flight, a terminal attached, or a possible draft); the sessions resume natively on their next continue. */

@@ -1,14 +1,16 @@
 /** Text helpers shared by the dialects and the reply logic. */
 import { createHash } from 'node:crypto';
+import { unwrapJsonResult } from '../util/json-tool-result.js';
 
 /**
  * Prefixes of text blocks that a CLI injects into user messages and that are not the user's own
  * words: Claude system reminders and slash-command wrappers, Codex environment/instruction blocks,
- * Gemini's session context.
+ * Gemini's session context, Kilo Code's `<environment_details>` (a clock and folders, a text part of its own).
  */
 const INJECTED_PREFIXES = [
   '<system-reminder>',
   '<environment_context>',
+  '<environment_details>',
   '<session_context>',
   '<user_instructions>',
   '<turn_aborted>',
@@ -80,7 +82,7 @@ export function estimateTokens(chars: number): number {
  * results too, in `<untrusted_context>` lines, which are not output.
  */
 export function firstOutputLine(output: string): string {
-  let s = output;
+  let s = unwrapJsonResult(output);
   const re = /(^|\n)Output:[ \t]*/g;
   let last = -1;
   for (let m = re.exec(s); m; m = re.exec(s)) last = m.index + m[0].length;

@@ -1,3 +1,4 @@
+import { timingMark } from '../util/timing.js';
 import { randomUUID } from '../util/random.js';
 import path from 'node:path';
 import { loadApiAdapter, loadCliAdapter } from '../adapters/registry.js';
@@ -23,11 +24,13 @@ import { executeTurn, nextPaneName } from './execute-turn.js';
 import { tmuxSocketFor } from '../engine/tmux-socket.js';
 import { recover, settleEarlierTurns } from './recovery.js';
 import { removeHandle, type RemoveResult } from './remove-handle.js';
-import { reapLimits, reapPanes, type ReapItem } from './reaping.js';
+import { createWorktree, releaseWorktree } from '../git/worktree.js';
+import { reapAfterTurn, reapLimits, reapPanes, type ReapItem } from './reaping.js';
 import { endFailedStart } from './retire-pane.js';
-import { readReapPolicy } from '../state/config.js';
+import { readReapPolicy, readTrustWorkingDir } from '../state/config.js';
 import { newTurn } from './turn-journal.js';
-import { checkToolPolicy, nameTaken, refuseOtherTransport } from './request-checks.js';
+import { checkToolPolicy, nameTaken, refuseOtherTransport, resolveSessionCli } from './request-checks.js';
+import { checkAcpCommand } from '../adapters/acp-command.js';
 import { cancelTurn, watchCancelRequests } from './cancel-turn.js';
 import type { CancelOutcome, ContinueRequest, ExecOptions, HandleSummary, HandleView, RecoverItem, RecoverRequest, StartRequest, TurnResult } from './types.js';
 
@@ -56,12 +59,13 @@ export class AgentSessions {
     const api = await loadApiAdapter(req.provider);
     const adapter = api ? null : await this.ctx.adapter(req.provider);
     // A CLI cal drives only through its JSON mode (Cursor, Agy) starts there without being told.
-    const transport = req.transport ?? (api ? 'api' : adapter && !adapter.capabilities.tmuxContinuation && adapter.structured ? 'structured' : 'tmux');
+    const transport = req.transport ?? (api ? 'api' : adapter && !adapter.structured && adapter.acp ? 'acp' : adapter && !adapter.capabilities.tmuxContinuation && adapter.structured ? 'structured' : 'tmux');
     if (api && transport !== 'api') throw new CalError('usage', `${req.provider} is an API provider: it only has --transport api`);
     if (!api && transport === 'api') throw new CalError('usage', `${req.provider} is a coding-agent CLI; --transport api is for the API providers (anthropic, openai)`);
     if (adapter && transport === 'structured' && !adapter.structured) {
       throw new CalError('usage', `${req.provider} has no structured transport in cal; use --transport tmux`);
     }
+    if (adapter && transport === 'acp' && !adapter.acp) throw new CalError('usage', `${req.provider} has no ACP mode in cal; use --transport ${adapter.structured ? 'structured' : 'tmux'}`);
     if (adapter && transport === 'tmux' && !adapter.capabilities.tmuxContinuation) {
       throw new CalError('usage', `${req.provider} has no tmux transport in cal (its transcript cannot prove a turn's end without the pane); use --transport structured`);
     }
@@ -74,19 +78,24 @@ export class AgentSessions {
     }
     // Checked early for a quick answer, and again under the names lock when the handle is saved.
     if (req.name !== undefined && !req.replace && (await this.store.isNameTaken(req.name))) throw nameTaken(req.name);
-    const workingDir = dirIdentity(req.cwd ?? process.cwd());
+    if (api && req.worktree) throw new CalError('usage', `${req.provider} is an API provider: --worktree is for coding-agent CLIs, which work in a folder`);
+    const givenDir = dirIdentity(req.cwd ?? process.cwd());
     const mcpConfigPath = req.mcpConfig ? path.resolve(req.mcpConfig) : null;
     if (mcpConfigPath) checkMcpConfig(mcpConfigPath);
-    const cli = adapter ? await adapter.resolveCli(req.cliPath, req.env) : null;
+    const cli = adapter ? await resolveSessionCli(adapter, req) : null;
     // The tmux socket's folder is checked (and, when squatted, replaced) before a handle exists.
     if (transport === 'tmux') await tmuxSocketFor(this.store.layout.tmux);
     const id = newId();
+    // Made last, once every other check passed: bad input leaves no worktree behind.
+    const worktree = req.worktree ? await createWorktree({ cwd: givenDir.realPath, name: req.name ?? id, ...(req.worktree.branch ? { branch: req.worktree.branch } : {}) }) : null;
+    const workingDir = worktree ? dirIdentity(worktree.path) : givenDir;
     const now = new Date().toISOString();
     const provider: ProviderHandle = {
       provider: req.provider,
       transport,
       nativeSessionId: null,
-      pendingSessionId: api ? null : randomUUID(),
+      // An ACP agent names its session itself (`session/new`), so no id is chosen up front.
+      pendingSessionId: api || transport === 'acp' ? null : randomUUID(),
       tmux: null,
       workingDir,
       projectDirId: null,
@@ -112,19 +121,31 @@ export class AgentSessions {
         mcpConfigHash: mcpConfigPath ? await hashFile(mcpConfigPath) : null,
         mcpConfigPath,
         toolPolicy,
+        trustWorkingDir: req.trustWorkingDir !== false && (await readTrustWorkingDir(this.store.layout.root)),
       },
       provider,
       panes: [],
+      ...(worktree ? { worktree } : {}),
       createdAt: now,
       updatedAt: now,
     });
-    await this.saveNewHandle(handle, req.replace === true);
+    try {
+      await this.saveNewHandle(handle, req.replace === true);
+    } catch (err) {
+      if (worktree) await releaseWorktree(worktree);
+      throw err;
+    }
     await req.onHandle?.(handle);
     let result: TurnResult;
     try {
       result = await this.runTurn(handle, req.message, { ...req, waitSeconds: undefined }, req.correlationId ?? null);
     } catch (err) {
-      await endFailedStart(this.ctx, handle.id, toCalError(err).kind);
+      const e = toCalError(err);
+      // A handle removed because no CLI ever ran for it is named no more in the error.
+      if (await endFailedStart(this.ctx, handle.id, e.kind)) {
+        const { handle: _removed, turn: _turn, ...details } = e.details;
+        throw new CalError(e.kind, e.message, details);
+      }
       throw err;
     }
     if (result.turn.status !== 'completed') await endFailedStart(this.ctx, handle.id, result.turn.status);
@@ -137,24 +158,12 @@ export class AgentSessions {
     return reapPanes(this.ctx, { ...limits, dryRun: req.dryRun === true, ...(req.onEvent ? { onEvent: req.onEvent } : {}) });
   }
 
-  /**
-   * The policy applied when a turn ends (config `reap.auto`, on by default): best effort, after
-   * the handle's lock is released, and never the turn's failure.
-   */
-  private async reapAfterTurn(): Promise<void> {
-    try {
-      const policy = await readReapPolicy(this.store.layout.root);
-      if (policy.auto) await reapPanes(this.ctx, { idleSeconds: policy.idleSeconds, maxLive: policy.maxLive });
-    } catch {
-      // A policy that cannot be applied now is applied by the next turn, or by cal reap.
-    }
-  }
-
   async continue(request: ContinueRequest): Promise<TurnResult> {
     const req = { ...request, message: wellFormedMessage(request.message) };
     const handle = await this.store.loadHandle(req.ref);
     refuseOtherTransport(handle, req.transport);
     try {
+      await checkAcpCommand(handle.provider.cli, req.acpCommand, req.env);
       if (handle.provider.transport === 'api') {
         await checkStability(handle.config, req, { workingDir: false });
       } else {
@@ -178,11 +187,13 @@ export class AgentSessions {
       }
       throw new CalError(e.kind, e.message, { ...e.details, handle: handle.id });
     }
-    const started = await this.startEarly(handle, req.env);
+    // The trust policy of this turn: the handle's, unless --no-trust or the state dir's config says never.
+    const noTrust = req.trustWorkingDir === false || !(await readTrustWorkingDir(this.store.layout.root));
+    const started = await this.startEarly(noTrust ? { ...handle, config: { ...handle.config, trustWorkingDir: false } } : handle, req.env);
     // A CLI cal's entry started for this continue that the turn did not take ends unsent now.
     discardEarlyLaunch();
     try {
-      return await this.runTurn(handle, req.message, req, req.correlationId ?? null, started);
+      return await this.runTurn(handle, req.message, { ...req, ...(noTrust ? { trustWorkingDir: false } : {}) }, req.correlationId ?? null, started);
     } finally {
       started?.discard();
     }
@@ -339,6 +350,7 @@ export class AgentSessions {
   /** One turn under the handle's lock: earlier turns the CLI still has are settled first. */
   private async runTurn(initial: AgentSessionHandle, message: string, req: ExecOptions, correlationId: string | null, started: StartedStructuredTurn | null = null): Promise<TurnResult> {
     const journal = await newTurn(this.store, initial.id, message, correlationId);
+    timingMark('turn-recorded');
     let lock: HeldLock;
     try {
       lock = await this.store.locks.acquire(handleLockName(initial.id), {
@@ -359,7 +371,10 @@ export class AgentSessions {
       else await journal.set(e.kind === 'interrupted' ? 'interrupted' : 'failed', { error: { kind: e.kind, message } });
       throw new CalError(e.kind, message, { ...e.details, handle: initial.id, ...(e.kind === 'busy' ? {} : { turn: journal.turn.id }) });
     }
+    timingMark('locked');
     // From here the turn is this cal's: a `cal cancel` elsewhere reaches it through its record.
+    // Whether it ended with the panes it began with (a paste): then the live count is unchanged.
+    let samePanes = false;
     const watch = watchCancelRequests(this.ctx, initial.id, journal.turn.id, req.signal);
     req = { ...req, signal: watch.signal };
     try {
@@ -372,11 +387,13 @@ export class AgentSessions {
         else await journal.set('failed', { error: { kind: e.kind, message: e.message } });
         throw new CalError(e.kind, e.message, { ...e.details, handle: initial.id, ...(e.kind === 'busy' ? {} : { turn: journal.turn.id }) });
       }
-      return await executeTurn(this.ctx, initial.id, journal, req, { kind: 'deliver' }, started);
+      const result = await executeTurn(this.ctx, initial.id, journal, req, { kind: 'deliver' }, started);
+      samePanes = result.handle.panes.length === initial.panes.length;
+      return result;
     } finally {
       watch.stop();
       await lock.release();
-      await this.reapAfterTurn();
+      await reapAfterTurn(this.ctx, !samePanes);
     }
   }
 }

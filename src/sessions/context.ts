@@ -34,6 +34,7 @@ export function sessionConfig(handle: AgentSessionHandle): SessionConfig {
     systemPrompt: handle.config.systemPrompt,
     mcpConfigPath: handle.config.mcpConfigPath,
     toolPolicy: handle.config.toolPolicy,
+    trustWorkingDir: handle.config.trustWorkingDir,
   };
 }
 

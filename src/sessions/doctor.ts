@@ -3,7 +3,6 @@
  * the way a turn finds them (the adapter's own resolveCli on PATH), with the release placed
  * against the adapter's supported floor and newest certified release.
  */
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { loadCliAdapter, loadRegisteredAdapters } from '../adapters/registry.js';
 import { toCalError } from '../errors.js';
@@ -11,6 +10,7 @@ import type { ProviderName } from '../handles/schema.js';
 import { resolveStateDir } from '../state/paths.js';
 import { StateStore } from '../state/store.js';
 import { packagePath } from '../util/package-root.js';
+import { runFile } from '../util/spawn.js';
 
 export type CliStatus = 'ok' | 'uncertified' | 'missing' | 'unsupported' | 'error';
 
@@ -35,8 +35,13 @@ export interface DoctorReport {
   /** tmux, which runs every pane. */
   multiplexer: { usable: boolean; version: string | null; note: string | null };
   stateDir: { usable: boolean; path: string; note: string | null };
-  /** Everything asked for is usable. */
+  /**
+   * tmux and the state dir work, and: the provider asked for is usable (`--provider`), or at
+   * least one CLI is (a bare `cal doctor`, where a CLI not installed is information, not a failure).
+   */
   ready: boolean;
+  /** Whether one provider was asked for (then it must be usable). */
+  strict: boolean;
 }
 
 /** How to get each CLI when it is missing (its vendor's own package or installer). */
@@ -44,11 +49,13 @@ const INSTALL: Partial<Record<ProviderName, string>> = {
   'claude-code': 'npm install -g @anthropic-ai/claude-code',
   codex: 'npm install -g @openai/codex',
   gemini: 'npm install -g @google/gemini-cli',
-  pi: 'npm install -g @mariozechner/pi-coding-agent',
+  pi: 'npm install -g @earendil-works/pi-coding-agent',
   cursor: "Cursor's CLI installer (cursor-agent)",
   agy: "Google's Antigravity CLI installer (agy 1.1.8 or later)",
   qwen: 'npm install -g @qwen-code/qwen-code',
   opencode: 'npm install -g opencode-ai',
+  cline: 'npm install -g cline',
+  kilo: 'npm install -g @kilocode/cli',
 };
 
 async function probeProvider(provider: ProviderName, env: Record<string, string>): Promise<ProviderReport> {
@@ -79,13 +86,10 @@ async function probeProvider(provider: ProviderName, env: Record<string, string>
   }
 }
 
-function tmuxVersion(env: Record<string, string>): Promise<DoctorReport['multiplexer']> {
-  return new Promise((resolve) => {
-    execFile('tmux', ['-V'], { env, timeout: 10_000 }, (err, stdout) => {
-      if (err) resolve({ usable: false, version: null, note: 'tmux is not on PATH: install tmux 3.3 or later (apt-get install tmux)' });
-      else resolve({ usable: true, version: stdout.trim().replace(/^tmux\s+/, ''), note: null });
-    });
-  });
+async function tmuxVersion(env: Record<string, string>): Promise<DoctorReport['multiplexer']> {
+  const run = await runFile('tmux', ['-V'], { env, timeoutMs: 10_000 });
+  if (run.exitCode !== 0) return { usable: false, version: null, note: 'tmux is not on PATH: install tmux 3.3 or later (apt-get install tmux)' };
+  return { usable: true, version: run.stdout.trim().replace(/^tmux\s+/, ''), note: null };
 }
 
 async function stateDirUsable(stateDir: string | undefined): Promise<DoctorReport['stateDir']> {
@@ -106,7 +110,9 @@ async function stateDirUsable(stateDir: string | undefined): Promise<DoctorRepor
 
 /** Probes the providers asked for (all CLI providers when none is), tmux and the state dir. */
 export async function doctor(env: Record<string, string>, stateDir: string | undefined, only?: ProviderName): Promise<DoctorReport> {
-  const names = only ? [(await loadCliAdapter(only)).name] : (await loadRegisteredAdapters()).map((a) => a.name);
+  // `acp` (any ACP agent by its --acp-command) has no executable of its own to look for.
+  const names = only ? [(await loadCliAdapter(only)).name] : (await loadRegisteredAdapters()).map((a) => a.name).filter((n) => n !== 'acp');
   const [providers, multiplexer, state] = await Promise.all([Promise.all(names.map((n) => probeProvider(n, env))), tmuxVersion(env), stateDirUsable(stateDir)]);
-  return { providers, multiplexer, stateDir: state, ready: providers.every((p) => p.usable) && multiplexer.usable && state.usable };
+  const clis = only ? providers.every((p) => p.usable) : providers.some((p) => p.usable);
+  return { providers, multiplexer, stateDir: state, ready: clis && multiplexer.usable && state.usable, strict: only !== undefined };
 }

@@ -33,15 +33,16 @@ export function startRecordedContinuation(stateDir: string | undefined, ref: str
 }
 
 /**
- * Whether the handle file (read by hand: zod is not loaded yet) is a structured Claude Code
- * handle of this id, in the record's working directory, resuming the record's transcript: a
- * record with no handle, a removed one, or another handle's, runs nothing (issue 40).
+ * Whether the handle file (read by hand: zod is not loaded yet) is a structured handle of this
+ * id and of the provider whose adapter wrote the record (Claude Code, Codex), in the record's
+ * working directory, resuming the record's transcript: a record with no handle, a removed one,
+ * or another handle's, runs nothing (issue 40).
  */
-export function recordBelongsToHandle(handle: unknown, id: string, record: { cwd: string; transcript: string | null }): boolean {
+export function recordBelongsToHandle(handle: unknown, id: string, record: { provider: string; cwd: string; transcript: string | null }): boolean {
   const h = handle as { id?: unknown; provider?: { provider?: unknown; transport?: unknown; workingDir?: { path?: unknown; realPath?: unknown }; transcript?: { path?: unknown } | null } } | null;
   if (typeof h !== 'object' || h === null || h.id !== id) return false;
   const p = h.provider;
-  if (typeof p !== 'object' || p === null || p.provider !== 'claude-code' || p.transport !== 'structured') return false;
+  if (typeof p !== 'object' || p === null || p.provider !== record.provider || p.transport !== 'structured') return false;
   if (record.cwd !== p.workingDir?.path && record.cwd !== p.workingDir?.realPath) return false;
   return record.transcript === (p.transcript?.path ?? null);
 }

@@ -7,6 +7,7 @@ import { CalError, toCalError } from '../errors.js';
 import type { AgentSessionHandle, PaneRecord } from '../handles/schema.js';
 import { processStartTime } from '../state/lock.js';
 import { terminalStatuses, type TurnStatus } from '../state/turns.js';
+import { timingMark } from '../util/timing.js';
 import { apiTurn } from './api-turn.js';
 import { errorKindFor, sessionConfig, type SessionContext } from './context.js';
 import type { TurnJournal } from './turn-journal.js';
@@ -40,12 +41,19 @@ export async function executeTurn(
 ): Promise<TurnResult> {
   // Reload under the lock: the previous holder may have changed panes or offsets.
   let handle = await ctx.store.loadHandle(handleId);
+  timingMark('handle-loaded');
+  if (req.trustWorkingDir === false && handle.config.trustWorkingDir) {
+    // `--no-trust` (or the state dir's config) holds for this session from now on.
+    handle = { ...handle, config: { ...handle.config, trustWorkingDir: false } };
+    await ctx.store.saveHandle(handle);
+  }
   const message = journal.turn.message;
   const hooks: EngineHooks = {
     emit: (event: ProviderEvent, detail?: Record<string, unknown>) => ctx.event(handle.id, event, journal.turn.id, detail, req.onEvent),
     onSending: async () => {
       await journal.set('sending', { ownerPid: process.pid, ownerStartTime: processStartTime(process.pid) });
       await faultPoint('before-send', req.env);
+      timingMark('sending-recorded');
       // A structured or API turn hands the message over as it starts: no later moment says more.
       if (handle.provider.transport !== 'tmux') req.onSent?.({ handle: handle.id, turn: journal.turn.id });
     },
@@ -98,6 +106,7 @@ export async function executeTurn(
     if (e.kind !== 'timeout') await ctx.event(handle.id, 'failed', journal.turn.id, { kind: e.kind, message: e.message }, req.onEvent);
     throw new CalError(e.kind, e.message, { ...e.details, handle: handle.id, turn: journal.turn.id });
   }
+  timingMark('turn-ended');
   await journal.set(outcome.status, {
     answer: outcome.answer,
     turnKey: outcome.turnKey ?? journal.turn.turnKey,
@@ -105,6 +114,7 @@ export async function executeTurn(
     error: outcome.error ? { kind: errorKindFor(outcome.status), message: outcome.error } : null,
   });
   await ctx.event(handle.id, outcome.status, journal.turn.id, { turnKey: outcome.turnKey }, req.onEvent);
+  timingMark('turn-saved');
   return { handle, turn: journal.turn };
 }
 

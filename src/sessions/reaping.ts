@@ -1,20 +1,22 @@
-import { findOwnPane, listPanes } from '../engine/transport.js';
+import { findOwnPane, inputBoxText, listPanes } from '../engine/transport.js';
 import { CalError } from '../errors.js';
-import type { AgentSessionHandle } from '../handles/schema.js';
+import type { AgentSessionHandle, TmuxLocation } from '../handles/schema.js';
 import type { HeldLock } from '../state/lock.js';
 import type { ReapPolicy } from '../state/config.js';
 import type { EventRecord } from '../state/store.js';
 import { terminalStatuses } from '../state/turns.js';
 import { handleLockName, type SessionContext } from './context.js';
 import { retirePane } from './retire-pane.js';
+import { markReaped, reapedRecently } from '../state/reap-mark.js';
+import { readReapPolicy } from '../state/config.js';
 
 /**
  * Reaping idle panes (issue 42, docs/reaping.md). A live pane is a cache of a session whose CLI
  * resumes natively, so ending it loses nothing: the next continue finds no pane and resumes the
  * session in a new one. A pane is never ended while a turn may be in flight on it (the handle's
  * lock is held, or its newest turn never settled), while a terminal is attached to it, or while a
- * person may have left a draft in its input box: keystrokes reach a pane only through an attached
- * client, so a pane attached to since its last turn ended is taken to hold one.
+ * person's draft is in its input box: keystrokes reach a pane only through an attached client, so
+ * the box of a pane attached to since its last turn ended is read, and a draft there keeps it.
  */
 export interface ReapRequest {
   idleSeconds: number | null;
@@ -70,7 +72,7 @@ export async function reapPanes(ctx: SessionContext, req: ReapRequest): Promise<
       let protectedBy: string | null = null;
       if ((last && !terminalStatuses.has(last.status)) || (await ctx.store.locks.holder(handleLockName(handle.id)))) protectedBy = 'a turn is in flight';
       else if (own.clients > 0) protectedBy = 'a terminal is attached';
-      else if (own.lastAttached !== null && own.lastAttached * 1000 > lastUsedMs) protectedBy = 'a terminal was attached since its last turn (it may hold a draft)';
+      else if (own.lastAttached !== null && own.lastAttached >= Math.floor(lastUsedMs / 1000) && !own.dead) protectedBy = await draftKept(ctx, handle, location);
       else if (handle.provider.nativeSessionId === null) protectedBy = 'its CLI recorded no session to resume';
       candidates.push({ handle, pane: location.paneId, dead: own.dead, lastUsedMs, protectedBy });
     }
@@ -98,6 +100,18 @@ export async function reapPanes(ctx: SessionContext, req: ReapRequest): Promise<
 }
 
 /**
+ * A pane a terminal was attached to since its last turn: a person may have left a draft in its
+ * input box. Its box is read as the paste reads it (engine/draft.ts): empty, it is reaped like
+ * any other; a draft, or a box that cannot be read (a dialog open), keeps it.
+ */
+async function draftKept(ctx: SessionContext, handle: AgentSessionHandle, location: TmuxLocation): Promise<string | null> {
+  const adapter = await ctx.adapter(handle.provider.provider).catch(() => null);
+  const box = await inputBoxText(location, adapter?.draft, ctx.tmux).catch(() => null);
+  if (box === '') return null;
+  return box === null ? 'a terminal was attached since its last turn and its input box cannot be read (it may hold a draft)' : 'a terminal was attached since its last turn and its input box holds a draft';
+}
+
+/**
  * Ends one pane under its handle's lock (no turn can start meanwhile), and records it as ended:
  * the handle keeps no current pane, so the next continue resumes natively in a new one. Returns
  * true, or why it was left alone after all.
@@ -105,7 +119,8 @@ export async function reapPanes(ctx: SessionContext, req: ReapRequest): Promise<
 async function reapOne(ctx: SessionContext, handleId: string, paneId: string, why: string, onEvent?: (e: EventRecord) => void): Promise<true | string> {
   let lock: HeldLock;
   try {
-    lock = await ctx.store.locks.acquire(handleLockName(handleId));
+    // Brief: a continue arriving meanwhile waits the moment this takes, never fails busy.
+    lock = await ctx.store.locks.acquire(handleLockName(handleId), { brief: true });
   } catch (err) {
     if (err instanceof CalError && err.kind === 'busy') return 'a turn is in flight';
     throw err;
@@ -131,3 +146,22 @@ export function reapLimits(policy: ReapPolicy, overrides: { idleSeconds?: number
     maxLive: overrides.maxLive !== undefined ? overrides.maxLive : policy.maxLive,
   };
 }
+
+/**
+ * The policy applied when a turn ends (config `reap.auto`, on by default): best effort, after
+ * the handle's lock is released, and never the turn's failure. A turn that launched no pane left
+ * the live count as it was, so its policy is the idle bound alone, applied at most once a minute
+ * (state/reap-mark.ts).
+ */
+export async function reapAfterTurn(ctx: SessionContext, launchedPane: boolean): Promise<void> {
+  try {
+    const policy = await readReapPolicy(ctx.store.layout.root);
+    if (!policy.auto) return;
+    if (!launchedPane && reapedRecently(ctx.store.layout.root, policy.idleSeconds)) return;
+    await reapPanes(ctx, { idleSeconds: policy.idleSeconds, maxLive: policy.maxLive });
+    await markReaped(ctx.store.layout.root);
+  } catch {
+    // A policy that cannot be applied now is applied by the next turn, or by cal reap.
+  }
+}
+

@@ -155,7 +155,9 @@ async function applyPlan(ctx: SessionContext, handleId: string, journal: TurnJou
   switch (plan.action) {
     case 'settled_from_transcript':
       await journal.set(plan.status, { answer: plan.answer, error: plan.error ? { kind: errorKindFor(plan.status), message: plan.error } : null, turnKey: plan.turnKey, tools: plan.tools });
-      if (plan.handle) await saveProvider(ctx, handleId, plan.handle);
+      // The turn is over: the session is `idle`, as the engine leaves it after a turn it followed
+      // to the end (a start killed mid-turn left it `active`, beside a completed turn).
+      await saveProvider(ctx, handleId, { ...(plan.handle ?? (await ctx.store.loadHandle(handleId)).provider), status: 'idle' });
       await ctx.event(handleId, plan.status, turn.id, { turnKey: plan.turnKey, recovered: true }, req.onEvent);
       return;
     case 'waited_for_cli':
@@ -164,7 +166,7 @@ async function applyPlan(ctx: SessionContext, handleId: string, journal: TurnJou
       return;
     case 'marked_lost': {
       const lostHandle = await ctx.store.loadHandle(handleId);
-      await ctx.store.saveHandle({ ...lostHandle, provider: await skipPastTranscript(lostHandle.provider) });
+      await ctx.store.saveHandle({ ...lostHandle, provider: { ...(await skipPastTranscript(lostHandle.provider)), status: 'lost' } });
       await journal.set('lost', { error: { kind: 'lost', message: 'the CLI (its pane, or its structured process) ended before the turn recorded its end (found by cal recover)' } });
       await ctx.event(handleId, 'lost', turn.id, { recovered: true }, req.onEvent);
       return;
@@ -199,6 +201,9 @@ async function recoveryPlan(ctx: SessionContext, handleId: string, turn: TurnRec
   }
   const provider = handle.provider;
   const mayHaveBeenSent = turn.status === 'sending' || turn.status === 'running';
+  // An ACP agent talks to the cal that started it over pipes and ends with it; a turn that may
+  // have reached it is not known to be anywhere, and is never sent twice.
+  if (provider.transport === 'acp' && (turn.status === 'running' || turn.sentAt)) return { action: 'marked_lost' };
   // A first turn whose cal died right after the launch has no pane or transcript on the handle
   // yet, but the id chosen up front still finds what the CLI recorded.
   if (mayHaveBeenSent && (provider.transcript || provider.tmux || provider.pendingSessionId)) {

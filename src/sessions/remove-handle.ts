@@ -5,6 +5,7 @@ import type { HeldLock } from '../state/lock.js';
 import { terminalStatuses } from '../state/turns.js';
 import { handleLockName, type SessionContext } from './context.js';
 import { nextPaneName } from './execute-turn.js';
+import { releaseWorktree, type WorktreeRelease } from '../git/worktree.js';
 
 /** Which command removes a handle: `cal remove`, or `cal start --replace` taking its name. */
 export type RemovedBy = 'remove' | 'replace';
@@ -13,6 +14,8 @@ export interface RemoveResult {
   handle: AgentSessionHandle;
   /** How many tmux sessions of the handle were still running and were ended. */
   panesEnded: number;
+  /** The session's git worktree (`start --worktree`): deleted with its branch, or kept with why. */
+  worktree?: WorktreeRelease;
 }
 
 /**
@@ -48,7 +51,9 @@ export async function removeHandle(ctx: SessionContext, ref: string, force: bool
     const panesEnded = await endPanes(ctx, handle);
     // The records go while the lock is held, so no continue can slip in between.
     await ctx.store.deleteHandle(handle);
-    return { handle, panesEnded };
+    // After its panes ended: no CLI works in the worktree any more.
+    const worktree = handle.worktree ? await releaseWorktree(handle.worktree) : undefined;
+    return { handle, panesEnded, ...(worktree ? { worktree } : {}) };
   } finally {
     await lock?.release();
   }

@@ -1,4 +1,6 @@
 import type { CliAdapter } from '../adapters/types.js';
+import { resolveAcpCommand } from '../adapters/acp-command.js';
+import type { PinnedCli } from '../handles/schema.js';
 import { CalError } from '../errors.js';
 import { ToolPolicy, toolPolicies, Transport, type AgentSessionHandle } from '../handles/schema.js';
 
@@ -46,4 +48,18 @@ export function checkToolPolicy(requested: string | undefined, adapter: CliAdapt
 
 export function nameTaken(name: string): CalError {
   return new CalError('usage', `a handle named ${name} already exists; pick another --name, pass --replace, or cal remove ${name}`);
+}
+
+/**
+ * The CLI a new session pins: `--cli-path` or PATH, or for `--provider acp` (and only there) the
+ * agent's `--acp-command`.
+ */
+export async function resolveSessionCli(adapter: CliAdapter, req: { provider: string; cliPath?: string; acpCommand?: string; env: Record<string, string> }): Promise<PinnedCli> {
+  if (adapter.name !== 'acp') {
+    if (req.acpCommand !== undefined) throw new CalError('usage', `--acp-command is for --provider acp; ${req.provider} is launched by its own adapter (--transport acp runs it over ACP)`);
+    return adapter.resolveCli(req.cliPath, req.env);
+  }
+  if (req.cliPath !== undefined) throw new CalError('usage', '--provider acp takes its executable from --acp-command, not --cli-path');
+  if (req.acpCommand === undefined) return adapter.resolveCli(undefined, req.env);
+  return resolveAcpCommand(req.acpCommand, req.env);
 }

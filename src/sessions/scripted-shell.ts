@@ -11,7 +11,7 @@ import { CalError } from '../errors.js';
 import type { ProviderName } from '../handles/schema.js';
 import { loadCliAdapter, loadRegisteredAdapters } from '../adapters/registry.js';
 import { packagePath } from '../util/package-root.js';
-import { z } from '../util/zod.js';
+import { ensurePrivateDir } from '../state/fs.js';
 
 export interface ScriptedShellEnv {
   /** Variables to export, in a stable order. */
@@ -20,43 +20,6 @@ export interface ScriptedShellEnv {
   unset: string[];
   /** The providers configured. */
   providers: ProviderName[];
-}
-
-/** The file `cal model serve` writes under the state dir while it runs, so `cal model env` finds it. */
-export function servedModelFile(stateDir: string): string {
-  return path.join(stateDir, 'model-serve.json');
-}
-
-const ServedModel = z.object({ url: z.string().url(), pid: z.number().int().positive() });
-
-export async function recordServedModel(stateDir: string, url: string): Promise<() => Promise<void>> {
-  const file = servedModelFile(stateDir);
-  await fs.mkdir(stateDir, { recursive: true, mode: 0o700 });
-  await fs.writeFile(file, `${JSON.stringify({ url, pid: process.pid })}\n`, { mode: 0o600 });
-  return async () => {
-    // Only this server's record: a second serve started since owns the file now.
-    const now = await readServedModel(stateDir).catch(() => null);
-    if (now?.pid === process.pid) await fs.rm(file, { force: true });
-  };
-}
-
-/** The URL of the `cal model serve` recorded in this state dir, or null when none runs. */
-export async function readServedModel(stateDir: string): Promise<{ url: string; pid: number } | null> {
-  let text: string;
-  try {
-    text = await fs.readFile(servedModelFile(stateDir), 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw err;
-  }
-  const parsed = ServedModel.safeParse(JSON.parse(text));
-  if (!parsed.success) return null;
-  try {
-    process.kill(parsed.data.pid, 0);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ESRCH') return null;
-  }
-  return parsed.data;
 }
 
 /** The CLI providers that can be pointed at the scripted model (cursor and agy cannot). */
@@ -69,9 +32,14 @@ function onPath(name: string, pathVar: string | undefined): boolean {
 }
 
 /**
- * Writes the config of each provider under `dir/<provider>` (replacing what an earlier call wrote)
- * and returns the variables to set and unset. A CLI missing from PATH but pinned beside cal (a
- * checkout's devDependencies, as the demo uses) is linked into `dir/bin`, which goes first on PATH.
+ * Writes the config of each provider under `dir/<provider>` and returns the variables to set and
+ * unset. A CLI missing from PATH but pinned beside cal (a checkout's devDependencies, as the demo
+ * uses) is linked into `dir/bin`, which goes first on PATH.
+ *
+ * Run again (a second `eval "$(cal model env)"`), it rewrites only the files cal owns there (the
+ * config files and the links of `bin`): the same folders are the CLIs' homes (CODEX_HOME, Pi's
+ * agent dir, CLAUDE_CONFIG_DIR…), which hold every session started in that shell, so nothing
+ * under them is ever removed (issue 50, item 7).
  */
 export async function scriptedShellEnv(dir: string, modelUrl: string, base: Record<string, string>, only?: ProviderName): Promise<ScriptedShellEnv> {
   const all = await scriptedProviders();
@@ -80,12 +48,12 @@ export async function scriptedShellEnv(dir: string, modelUrl: string, base: Reco
     throw new CalError('usage', `${only} cannot use the scripted model: ${adapter.liveCertificationOnly ?? 'no scripted configuration'}; choose one of ${all.join(', ')}`);
   }
   const providers = only ? [only] : all;
-  await fs.rm(dir, { recursive: true, force: true });
-  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+  await ensurePrivateDir(dir);
   const set = new Map<string, string>();
   const unset = new Set<string>();
   for (const provider of providers) {
     const adapter = await loadCliAdapter(provider);
+    await ensurePrivateDir(path.join(dir, provider));
     const env = await adapter.scriptedModelEnv(path.join(dir, provider), modelUrl, base, { keepHome: true });
     for (const [key, value] of Object.entries(env)) {
       if (base[key] === value) continue;
@@ -93,7 +61,7 @@ export async function scriptedShellEnv(dir: string, modelUrl: string, base: Reco
       if (earlier !== undefined && earlier !== value) throw new CalError('internal', `${key} is set differently for two providers; configure one with --provider`);
       set.set(key, value);
     }
-    for (const key of Object.keys(base)) if (!(key in env)) unset.add(key);
+    for (const key of Object.keys(base)) if (!(key in env) && SHELL_NAME.test(key)) unset.add(key);
   }
   const binDir = path.join(dir, 'bin');
   const linked: string[] = [];
@@ -101,13 +69,18 @@ export async function scriptedShellEnv(dir: string, modelUrl: string, base: Reco
     const { executable } = await loadCliAdapter(provider);
     const bundled = packagePath('node_modules', '.bin', executable);
     if (onPath(executable, base.PATH) || !existsSync(bundled)) continue;
-    await fs.mkdir(binDir, { recursive: true });
+    await ensurePrivateDir(binDir);
+    // The link is cal's own: an earlier call's is replaced, never followed.
+    await fs.rm(path.join(binDir, executable), { force: true });
     await fs.symlink(bundled, path.join(binDir, executable));
     linked.push(executable);
   }
   if (linked.length > 0) set.set('PATH', `${binDir}${path.delimiter}${base.PATH ?? ''}`);
   return { set: [...set.entries()].sort(([a], [b]) => a.localeCompare(b)), unset: [...unset].sort(), providers };
 }
+
+/** A name a POSIX shell can export or unset. */
+const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** POSIX shell single-quoting. */
 export function shellQuote(value: string): string {
@@ -116,5 +89,7 @@ export function shellQuote(value: string): string {
 
 /** The lines `eval "$(cal model env)"` runs. */
 export function shellLines(env: ScriptedShellEnv): string[] {
+  const badName = env.set.find(([key]) => !SHELL_NAME.test(key)) ?? env.unset.find((key) => !SHELL_NAME.test(key));
+  if (badName !== undefined) throw new CalError('internal', `${JSON.stringify(badName)} is not a shell variable name`);
   return [...env.unset.map((key) => `unset ${key}`), ...env.set.map(([key, value]) => `export ${key}=${shellQuote(value)}`)];
 }

@@ -17,7 +17,13 @@ export interface StartRequest {
   mcpConfig?: string;
   /** What the CLI may do without asking (handles/schema.ts toolPolicies); default `default`. */
   toolPolicy?: string;
+  /** false: never trust the working folder on the user's behalf (`--no-trust`; kept on the handle). */
+  trustWorkingDir?: boolean;
   cliPath?: string;
+  /** Run the session in a new git worktree of the repository `cwd` is in (src/git/worktree.ts), on `branch` (default `cal/<name or id>`). */
+  worktree?: { branch?: string };
+  /** `--provider acp`: the agent's command line (adapters/acp-command.ts). */
+  acpCommand?: string;
   timeoutSeconds?: number;
   env: Record<string, string>;
   onEvent?: (event: EventRecord) => void;
@@ -40,8 +46,12 @@ export interface ContinueRequest {
   mcpConfig?: string;
   /** Expected tool policy (stale_handle naming toolPolicy if it differs). */
   toolPolicy?: string;
+  /** Expected ACP command line (`--provider acp`): another is stale_handle. */
+  acpCommand?: string;
   /** Expected transport: a handle on another one is non_applicable (a handle keeps its transport). */
   transport?: string;
+  /** false: from this turn on, never trust the working folder on the user's behalf (`--no-trust`; recorded on the handle). */
+  trustWorkingDir?: boolean;
   /** undefined: busy at once; a number of seconds (Infinity: forever) to wait in line. */
   waitSeconds?: number;
   timeoutSeconds?: number;
@@ -141,4 +151,6 @@ export interface ExecOptions {
   signal?: AbortSignal;
   /** undefined: busy at once; seconds to wait in line for the handle (Infinity: forever). */
   waitSeconds?: number;
+  /** false: the turn (and the handle, from now on) trusts no folder on the user's behalf. */
+  trustWorkingDir?: boolean;
 }

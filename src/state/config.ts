@@ -35,7 +35,16 @@ const ReapConfig = z
   })
   .strict();
 
-const CalConfig = z.object({ reap: ReapConfig.optional() }).strict();
+const CalConfig = z
+  .object({
+    reap: ReapConfig.optional(),
+    /**
+     * false: cal never trusts a working folder on the user's behalf, for every session of this
+     * state dir (as `--no-trust` on each start and continue; docs/security.md, "What cal trusts").
+     */
+    trustWorkingDir: z.boolean().optional(),
+  })
+  .strict();
 
 export interface ReapPolicy {
   idleSeconds: number | null;
@@ -47,12 +56,21 @@ export function configFile(root: string): string {
   return path.join(root, 'config.json');
 }
 
-/** The reaping policy of a state directory: its config.json over the defaults. */
-export async function readReapPolicy(root: string): Promise<ReapPolicy> {
+async function readCalConfig(root: string): Promise<z.infer<typeof CalConfig>> {
   const file = configFile(root);
   const read = await readJsonFile(file, CalConfig);
   if (!read.ok && read.reason === 'corrupt') throw new CalError('usage', `cal's config ${file} is unreadable: ${read.detail}`);
-  const reap = read.ok ? (read.value.reap ?? {}) : {};
+  return read.ok ? read.value : {};
+}
+
+/** Whether this state dir lets cal trust a session's working folder (`trustWorkingDir`, default true). */
+export async function readTrustWorkingDir(root: string): Promise<boolean> {
+  return (await readCalConfig(root)).trustWorkingDir !== false;
+}
+
+/** The reaping policy of a state directory: its config.json over the defaults. */
+export async function readReapPolicy(root: string): Promise<ReapPolicy> {
+  const reap = (await readCalConfig(root)).reap ?? {};
   return {
     idleSeconds: reap.idleSeconds === undefined ? REAP_DEFAULTS.idleSeconds : reap.idleSeconds,
     maxLive: reap.maxLive === undefined ? REAP_DEFAULTS.maxLive : reap.maxLive,

@@ -25,6 +25,8 @@ const LockOwner = z.object({
   // Where the pid means something (util/pid-namespace.ts); absent in an older cal's lock.
   pidNs: z.string().nullable().optional(),
   bootId: z.string().nullable().optional(),
+  // Held only for a moment (a reaper ending an idle pane): one who would not wait waits for it.
+  brief: z.boolean().optional(),
 });
 type LockOwner = z.infer<typeof LockOwner>;
 
@@ -59,7 +61,15 @@ export interface AcquireOptions {
   onWait?: () => void | Promise<void>;
   /** Stops waiting in line (an `interrupted` error); the ticket is removed. */
   signal?: AbortSignal;
+  /**
+   * Taken only for a moment by housekeeping (`cal reap`): a caller who would not wait (a plain
+   * continue) waits for such a holder instead of failing with busy, since no turn is in flight.
+   */
+  brief?: boolean;
 }
+
+/** How long a caller who would not wait still waits for a brief holder (a reaper) to let go. */
+const BRIEF_HOLD_WAIT_S = 30;
 
 /**
  * Whether anyone (alive or not) may have a ticket in the queue folder. No folder is no one. Anything
@@ -100,9 +110,14 @@ export class LockDirectory {
       token: randomBytes(8).toString('hex'),
       acquiredAt: new Date().toISOString(),
       ...ownPidScope(),
+      ...(opts.brief ? { brief: true } : {}),
     };
     if (opts.waitSeconds === undefined) {
       if (await this.tryTake(name, me)) return this.held(name, me);
+      const holder = await this.holder(name);
+      if (holder?.brief) return this.acquireInOrder(name, me, { ...opts, waitSeconds: BRIEF_HOLD_WAIT_S });
+      // Let go between the two looks (a reaper's moment, just over): taken now.
+      if (!holder && (await this.tryTake(name, me))) return this.held(name, me);
       throw new CalError('busy', `${name} is busy: another cal process is continuing it; retry later or pass --wait`);
     }
     return this.acquireInOrder(name, me, opts);

@@ -9,6 +9,11 @@ export interface PaneScreen {
   lines: string[];
   /** Where the terminal cursor is (0-based), and whether the CLI shows it. */
   cursor: { x: number; y: number; visible: boolean };
+  /**
+   * The pane's id, session, process and whether it is dead, read by the same tmux client as the
+   * rows (so a draft check costs one client, not two). Unset where the reader does not know.
+   */
+  pane?: { id: string; dead: boolean; session: string; pid: number | null };
 }
 
 /** One stretch of a row in one style. */

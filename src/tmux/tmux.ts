@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { statSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -8,6 +7,8 @@ import { randomBytes } from '../util/random.js';
 import { timingMark } from '../util/timing.js';
 import type { PaneScreen } from './screen.js';
 import type { OwnPane, PaneInfo, PaneListing, PaneSpec, PaneState } from './pane-types.js';
+import { DEAD_PANE_KEPT_SECONDS, deadPaneHook, nudgeUnreaped, REAP_FIELDS } from './pane-types.js';
+import { spawnChild } from '../util/spawn.js';
 
 export type { OwnPane, PaneInfo, PaneListing, PaneSpec, PaneState } from './pane-types.js';
 
@@ -100,7 +101,7 @@ export class TmuxServer {
   private tmux(commands: string[][], input?: string, clientEnv?: Record<string, string>, doneWhen?: (stdout: string) => boolean): Promise<TmuxResult> {
     return new Promise((resolve, reject) => {
       // A server started by this call inherits this environment; panes get theirs from newPane.
-      const child = spawn('tmux', ['-S', this.socket, ...commandList(commands)], {
+      const child = spawnChild('tmux', ['-S', this.socket, ...commandList(commands)], {
         env: clientEnv ?? clientBaseEnv(),
         stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       });
@@ -206,6 +207,9 @@ export class TmuxServer {
         // Keep a dead pane visible so its last words can be shown as a diagnostic; set before the
         // pane exists, so a CLI that exits at once is still there to read.
         ['set-option', '-wg', 'remain-on-exit', 'on'],
+        // ...for a while only: then it ends, so the server ends with its last pane (exit-empty)
+        // instead of keeping dead panes for ever. A tmux command (-C) after a delay (-d): no process.
+        ['set-hook', '-g', 'pane-died', deadPaneHook(DEAD_PANE_KEPT_SECONDS)],
         ['set-option', '-g', 'update-environment', plain.join(' ')],
         ...odd.map((name, i) => ['set-option', '-g', `update-environment[${plain.length + i}]`, name]),
         [
@@ -245,9 +249,10 @@ export class TmuxServer {
 
   async paneState(paneId: string): Promise<PaneState> {
     // Tab-separated: a session name holds no tab, and an empty dead status keeps its place.
-    const res = await this.tmux([['display-message', '-p', '-t', paneId, '#{pane_id}\t#{pane_dead}\t#{pane_dead_status}\t#{session_name}\t#{pane_pid}']]);
-    const [id, dead, status, session, pid] = res.stdout.replace(/\n$/, '').split('\t');
+    const res = await this.tmux([['display-message', '-p', '-t', paneId, `#{pane_id}\t#{pane_dead_status}\t#{session_name}\t#{pane_pid}\t${REAP_FIELDS}`]]);
+    const [id, status, session, pid, dead, ...reap] = res.stdout.replace(/\n$/, '').split('\t');
     if (res.exitCode !== 0 || id !== paneId) return { exists: false, dead: true, deadStatus: null };
+    nudgeUnreaped(dead, ...reap);
     return {
       exists: true,
       dead: dead === '1',
@@ -257,19 +262,15 @@ export class TmuxServer {
     };
   }
 
-  async isPaneAlive(paneId: string): Promise<boolean> {
-    const state = await this.paneState(paneId);
-    return state.exists && !state.dead;
-  }
-
   /**
    * Bracketed paste from stdin (no temp file, no shell), then Enter as a separate key, in one
    * tmux call: a failed load or paste ends the list, so Enter never follows a paste that failed.
+   * `lineFeeds` keeps LFs (`-r`; tmux pastes CRs) for a TUI that keeps a pasted CR (Cline CLI).
    */
-  async paste(paneId: string, text: string, submit = true): Promise<void> {
+  async paste(paneId: string, text: string, submit = true, lineFeeds = false): Promise<void> {
     const buffer = pasteBufferName();
     const res = await this.tmux(
-      [['load-buffer', '-b', buffer, '-'], ['paste-buffer', '-p', '-d', '-b', buffer, '-t', paneId], ...(submit ? [['send-keys', '-t', paneId, 'Enter']] : [])],
+      [['load-buffer', '-b', buffer, '-'], ['paste-buffer', '-p', ...(lineFeeds ? ['-r'] : []), '-d', '-b', buffer, '-t', paneId], ...(submit ? [['send-keys', '-t', paneId, 'Enter']] : [])],
       text,
     );
     if (res.exitCode !== 0) throw tmuxFailure('paste', res);
@@ -284,7 +285,7 @@ export class TmuxServer {
    * message) is deleted unpasted. A pane id or session name that a format cannot quote is
    * checked first, in a call of its own.
    */
-  async pasteIfOwn(own: OwnPane, text: string, submit = true): Promise<boolean> {
+  async pasteIfOwn(own: OwnPane, text: string, submit = true, lineFeeds = false): Promise<boolean> {
     // The pane's own process has ended (a killed pane or server takes it along; a zombie counts):
     // no pane runs it alive, so nothing would be pasted. Said without starting a tmux client only
     // to hear so (after a lost pane, where the socket tmux leaves behind cannot tell). A process
@@ -294,7 +295,7 @@ export class TmuxServer {
     if (paneNumber === undefined || !FORMAT_SAFE.test(own.session)) {
       const state = await this.paneState(own.paneId);
       if (!state.exists || state.dead || state.session !== own.session || (own.pid !== undefined && state.pid !== own.pid)) return false;
-      await this.paste(own.paneId, text, submit);
+      await this.paste(own.paneId, text, submit, lineFeeds);
       return true;
     }
     // No `%` in the condition: tmux runs some formats through strftime first (display-message's:
@@ -302,7 +303,7 @@ export class TmuxServer {
     const checks = [`#{==:#{s/^.//:pane_id},${paneNumber}}`, `#{==:#{session_name},${own.session}}`, ...(own.pid !== undefined ? [`#{==:#{pane_pid},${own.pid}}`] : []), '#{?pane_dead,0,1}'];
     const isOwn = checks.reduceRight((rest, check) => `#{&&:${check},${rest}}`);
     const buffer = pasteBufferName();
-    const pasteCommands = `paste-buffer -p -d -b ${buffer} -t ${own.paneId}${submit ? ` ; send-keys -t ${own.paneId} Enter` : ''} ; display-message -p ${PASTED}`;
+    const pasteCommands = `paste-buffer -p${lineFeeds ? ' -r' : ''} -d -b ${buffer} -t ${own.paneId}${submit ? ` ; send-keys -t ${own.paneId} Enter` : ''} ; display-message -p ${PASTED}`;
     // The pasted line is printed last, after the paste and Enter succeeded (a failed command ends
     // the list before it), so once it is out the paste is done, whatever the exit.
     const pastedLine = (stdout: string) => stdout.split('\n').slice(0, -1).includes(PASTED);
@@ -344,14 +345,20 @@ export class TmuxServer {
    * read its CLI's input box (a control decision, never an answer). Null when the pane is gone.
    */
   async screen(paneId: string): Promise<PaneScreen | null> {
+    // Tab-separated, as paneState's: the session name last, since it may hold blanks.
     const res = await this.tmux([
-      ['display-message', '-p', '-t', paneId, '#{cursor_x} #{cursor_y} #{cursor_flag}'],
+      ['display-message', '-p', '-t', paneId, '#{cursor_x}\t#{cursor_y}\t#{cursor_flag}\t#{pane_id}\t#{pane_dead}\t#{pane_pid}\t#{session_name}'],
       ['capture-pane', '-p', '-e', '-t', paneId],
     ]);
     if (res.exitCode !== 0) return null;
     const [head = '', ...lines] = res.stdout.replace(/\n$/, '').split('\n');
-    const [x, y, flag] = head.split(' ').map(Number);
-    return { lines, cursor: { x: x ?? 0, y: y ?? 0, visible: flag === 1 } };
+    const [x, y, flag, id = '', dead, pid, session = ''] = head.split('\t');
+    if (id !== paneId) return null;
+    return {
+      lines,
+      cursor: { x: Number(x) || 0, y: Number(y) || 0, visible: flag === '1' },
+      pane: { id, dead: dead === '1', session, pid: pid && /^\d+$/.test(pid) ? Number(pid) : null },
+    };
   }
 
   async killSession(session: string): Promise<boolean> {
@@ -365,10 +372,11 @@ export class TmuxServer {
   /** Every pane on the server (none when no server runs), in one client call. */
   async listPanes(): Promise<PaneListing[]> {
     if (!(await this.serverRunning())) return [];
-    const res = await this.tmux([['list-panes', '-a', '-F', '#{session_name}\t#{pane_id}\t#{pane_pid}\t#{pane_dead}\t#{session_attached}\t#{session_last_attached}']]);
+    const res = await this.tmux([['list-panes', '-a', '-F', `#{session_name}\t#{pane_id}\t#{pane_pid}\t#{session_attached}\t#{session_last_attached}\t${REAP_FIELDS}`]]);
     if (res.exitCode !== 0) return [];
     return res.stdout.split('\n').filter(Boolean).map((line) => {
-      const [session = '', paneId = '', pid, dead, clients, last] = line.split('\t');
+      const [session = '', paneId = '', pid, clients, last, dead, ...reap] = line.split('\t');
+      nudgeUnreaped(dead, ...reap);
       return { session, paneId, pid: Number(pid), dead: dead === '1', clients: Number(clients) || 0, lastAttached: last && /^\d+$/.test(last) && last !== '0' ? Number(last) : null };
     });
   }

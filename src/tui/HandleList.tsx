@@ -10,6 +10,9 @@ export interface HandleListProps {
   stateDir?: string | undefined;
   /** Rows available for the table (the view scrolls to keep the selection visible). */
   maxRows?: number | undefined;
+  /** The `/` filter the rows passed, and how many handles there are in all. */
+  filter?: string | undefined;
+  total?: number | undefined;
 }
 
 /** Widths that fit an 80-column terminal with the selection marker (2 + 78). */
@@ -37,7 +40,7 @@ function via(s: HandleSummary): string {
 }
 
 /** Every handle in the state directory, one per row; the selected row is highlighted. */
-export function HandleList({ summaries, selected, now, stateDir, maxRows = 20 }: HandleListProps) {
+export function HandleList({ summaries, selected, now, stateDir, maxRows = 20, filter = '', total = summaries.length }: HandleListProps) {
   const header = columns.map(([title, width]) => pad(title, width)).join(' ');
   const rows = Math.max(1, maxRows);
   const first = Math.min(Math.max(0, selected - rows + 1), Math.max(0, summaries.length - rows));
@@ -45,11 +48,15 @@ export function HandleList({ summaries, selected, now, stateDir, maxRows = 20 }:
   return (
     <Box flexDirection="column">
       <Text bold wrap="truncate-end">
-        cal inspect · {summaries.length} handle{summaries.length === 1 ? '' : 's'}
+        cal inspect · {filter ? `${summaries.length} of ` : ''}
+        {total} handle{total === 1 ? '' : 's'}
+        {filter ? ` matching ${JSON.stringify(filter)}` : ''}
         {stateDir ? ` in ${stateDir}` : ''}
       </Text>
-      {summaries.length === 0 ? (
-        <Text>No handles yet. Start one with: cal start --provider claude-code "message"</Text>
+      {summaries.length === 0 && filter ? (
+        <Text>No handle matches the filter (/ changes it, esc in the filter clears it).</Text>
+      ) : summaries.length === 0 ? (
+        <Text>No handles yet. Start one with n, or: cal start --provider claude-code "message"</Text>
       ) : (
         <Box flexDirection="column" marginTop={1}>
           <Toned tone="dim">{'  ' + header}</Toned>

@@ -2,6 +2,7 @@ import type { HandleSummary, PaneView } from '../sessions/agent-sessions.js';
 import type { CertificationInfo } from './source.js';
 import type { EventRecord } from '../state/store.js';
 import type { ToolActivity, TurnRecord } from '../state/turns.js';
+import { stripTerminalControls } from '../util/terminal-text.js';
 
 /**
  * Pure text helpers shared by the Ink TUI and the plain-text inspect output. Nothing here
@@ -36,7 +37,8 @@ export function clock(iso: string): string {
 
 /** Whitespace folded to single spaces, cut to `max` characters with an ellipsis. */
 export function oneLine(text: string, max = 80): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
+  // Shown, never the exact text: a terminal's control sequences go (util/terminal-text.ts).
+  const flat = stripTerminalControls(text.replace(/\s+/g, ' ')).trim();
   const chars = Array.from(flat);
   return chars.length > max ? `${chars.slice(0, Math.max(1, max - 1)).join('')}…` : flat;
 }

@@ -1,9 +1,10 @@
-import { spawn } from 'node:child_process';
 import { render } from 'ink';
+import { Actions } from './actions.js';
 import { App } from './App.js';
 import { colorEnabled } from './format.js';
 import type { InspectSource, TuiPlace } from './source.js';
 import { ColorContext } from './theme.js';
+import { spawnChild } from '../util/spawn.js';
 
 export interface TuiOptions {
   source: InspectSource;
@@ -17,7 +18,8 @@ const ENTER_ALT_SCREEN = '\x1b[?1049h\x1b[2J\x1b[H';
 const LEAVE_ALT_SCREEN = '\x1b[?1049l';
 
 /**
- * Runs the inspect TUI on the terminal until `q`. Attaching unmounts Ink (raw mode off, stdin
+ * Runs the inspect TUI on the terminal until `q`. The actions run in this process, through the
+ * library (the source). Attaching unmounts Ink (raw mode off, stdin
  * released), runs `tmux attach` on the same terminal, and mounts the TUI again at the same
  * place once tmux detaches. Returns the exit code.
  */
@@ -25,6 +27,8 @@ export async function runTui(opts: TuiOptions): Promise<number> {
   let place: TuiPlace = { mode: opts.ref ? 'detail' : 'list', ref: opts.ref ?? null, selected: 0 };
   const out = process.stdout;
   let notice: string | null = null;
+  // The turns sent from the view go on while tmux is attached, and are shown again after.
+  const actions = new Actions(opts.source);
   try {
     for (;;) {
       out.write(ENTER_ALT_SCREEN);
@@ -37,6 +41,7 @@ export async function runTui(opts: TuiOptions): Promise<number> {
             stateDir={opts.stateDir}
             pollMs={opts.pollMs}
             initialNotice={notice}
+            actions={actions}
             onAttach={(argv, at) => {
               request.argv = argv;
               place = at;
@@ -47,7 +52,16 @@ export async function runTui(opts: TuiOptions): Promise<number> {
       );
       await instance.waitUntilExit();
       instance.cleanup();
-      if (!request.argv) return 0;
+      if (!request.argv) {
+        // Quit (q, Ctrl-C) with turns sent from here in flight: each is cancelled (as Ctrl-C
+        // cancels cal continue) and settled before cal exits, so none is left for cal recover.
+        if (actions.inFlight() > 0) {
+          out.write(LEAVE_ALT_SCREEN);
+          process.stderr.write(`cal: cancelling ${actions.inFlight()} turn(s) sent from the view\n`);
+        }
+        await actions.cancelAll();
+        return 0;
+      }
       const code = await runAttached(request.argv);
       notice = code === 0 ? null : `tmux attach ended with status ${code}`;
     }
@@ -66,7 +80,8 @@ function runAttached(argv: string[]): Promise<number> {
   return new Promise((resolve) => {
     const [cmd, ...args] = argv;
     if (!cmd) return resolve(127);
-    const child = spawn(cmd, args, { stdio: 'inherit', env });
+    // The user's terminal, attached: stdio is cal's own.
+    const child = spawnChild(cmd, args, { stdio: 'inherit', env });
     child.on('error', () => resolve(127));
     child.on('exit', (code) => resolve(code ?? 1));
   });

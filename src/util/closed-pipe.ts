@@ -16,7 +16,8 @@ export function endQuietlyOnClosedPipe(): void {
   installed = true;
   for (const stream of [process.stdout, process.stderr]) {
     stream.on('error', (err: NodeJS.ErrnoException) => {
-      if (err.code !== 'EPIPE' && err.code !== 'ERR_STREAM_DESTROYED') throw err;
+      // EIO: the terminal the stream wrote to went away (its window closed): as closed as a pipe.
+      if (err.code !== 'EPIPE' && err.code !== 'EIO' && err.code !== 'ERR_STREAM_DESTROYED') throw err;
       // Writes after this are dropped, not queued on a stream that can never drain.
       stream.write = ((_chunk: unknown, encoding?: unknown, callback?: unknown) => {
         const done = typeof encoding === 'function' ? encoding : callback;

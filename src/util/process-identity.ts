@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 
 /**
  * The fields of /proc/<pid>/stat from the third (state) on: counted after the ")" that closes the
@@ -45,6 +45,17 @@ export function processExited(pid: number): boolean {
   }
 }
 
+/** Whether `pid` is a zombie whose parent, `parent`, has not reaped it (Linux /proc; else false). */
+export function unreapedChildOf(pid: number, parent: number): boolean {
+  try {
+    // Fields 3 (state) and 4 (ppid).
+    const [state, ppid] = statFields(pid);
+    return state === 'Z' && Number(ppid) === parent;
+  } catch {
+    return false;
+  }
+}
+
 /** Whether the kernel tells process start times (Linux /proc): then every record cal writes has one. */
 const startTimesKnown = processStartTime(process.pid) !== null;
 
@@ -70,4 +81,42 @@ export function isProcessAlive(pid: number, startTime: string | null): boolean {
  */
 export function processRuns(pid: number, startTime: string | null): boolean {
   return isProcessAlive(pid, startTime) && !processExited(pid);
+}
+
+/**
+ * The CPU time, in clock ticks, of every process in the session `sid` (a tmux pane's process and
+ * all it started, unless one left the session): null where there is no /proc.
+ */
+function sessionCpuTicks(sid: number): number | null {
+  let names: string[];
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return null;
+  }
+  let ticks = 0;
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      // Fields 6 (session), 14 (utime) and 15 (stime).
+      const f = statFields(Number(name));
+      if (Number(f[3]) === sid) ticks += Number(f[11]) + Number(f[12]);
+    } catch {
+      // Gone between the listing and the read.
+    }
+  }
+  return ticks;
+}
+
+/**
+ * Whether the processes of session `sid` used under a quarter of one core over `windowMs`: a
+ * TUI waiting at its prompt (Cline CLI: 1-8%), not one working through its input (100-160%,
+ * measured). Null where there is no /proc. Linux's clock tick is 1/100 s.
+ */
+export async function sessionIdle(sid: number, windowMs: number): Promise<boolean | null> {
+  const before = sessionCpuTicks(sid);
+  if (before === null) return null;
+  await new Promise((resolve) => setTimeout(resolve, windowMs));
+  const after = sessionCpuTicks(sid);
+  return after === null ? null : (after - before) / 100 < 0.25 * (windowMs / 1000);
 }

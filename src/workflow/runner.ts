@@ -1,5 +1,4 @@
 import path from 'node:path';
-import { execa } from 'execa';
 import { CalError, toCalError } from '../errors.js';
 import { isProcessAlive, processStartTime, type HeldLock } from '../state/lock.js';
 import { newId, type EventRecord, type StateStore } from '../state/store.js';
@@ -7,6 +6,7 @@ import type { AgentSessions } from '../sessions/agent-sessions.js';
 import type { TurnRecord } from '../state/turns.js';
 import { isMessagePhase, type Phase, type Plan } from './plan.js';
 import { listRuns, saveRun, type PhaseRecord, type RunRecord } from './runs.js';
+import { runExeca } from '../util/spawn.js';
 
 /**
  * Runs a plan's phases in order on one logical session. Every step is recorded before it
@@ -160,10 +160,10 @@ async function runCommandPhase(store: StateStore, run: RunRecord, phase: Extract
   const handle = run.handle ? await store.loadHandle(run.handle) : null;
   const cwd = handle ? handle.config.workingDir.realPath : 'provider' in run.plan.session && run.plan.session.cwd ? run.plan.session.cwd : path.dirname(run.planFile);
   const childEnv = { ...env, CAL_RUN_ID: run.id, CAL_PHASE: phase.id, CAL_HANDLE: run.handle ?? '' };
-  const options = { cwd, env: childEnv, extendEnv: false, reject: false, stdin: 'ignore' as const, timeout: phase.timeout ? phase.timeout * 1000 : undefined };
+  const options = { cwd, env: childEnv, reject: false, timeout: phase.timeout ? phase.timeout * 1000 : undefined };
   const res = Array.isArray(phase.command)
-    ? await execa(phase.command[0] as string, phase.command.slice(1), options)
-    : await execa(phase.command, { ...options, shell: true });
+    ? await runExeca(phase.command[0] as string, phase.command.slice(1), options)
+    : await runExeca(phase.command, [], { ...options, shell: true });
   if (res.exitCode === 0) return { patch: { status: 'completed', exitCode: 0 }, answer: null };
   return { patch: { status: 'failed', exitCode: res.exitCode ?? null, error: `command exited with ${res.exitCode ?? res.signal}` }, answer: null };
 }

@@ -15,7 +15,7 @@ const required = [
   'CertFreshLaunch', 'CertStartupDialogsPreAnswered', 'CertWorkingDirectory', 'CertRuntimeContext', 'CertResumeStartupPrompts',
   'CertPromptPaste', 'CertCompletionFromTranscript', 'CertSlowToolNoFalseIdle', 'CertFinalAnswerFidelity', 'CertToolActivityRecorded',
   'CertFailedTurnSettles', 'CertBusyInputPolicy', 'CertHandleRoundTrip', 'CertPasteIntoLivePane', 'CertSessionContinuationAfterTmuxLoss',
-  'CertNativeResumeOnlyLatestMessage', 'CertNonContinuableError', 'CertStableWorkingDir', 'CertPinnedExecutable', 'CertStructuredResume',
+  'CertNativeResumeOnlyLatestMessage', 'CertNonContinuableError', 'CertStableWorkingDir', 'CertPinnedExecutable', 'CertStructuredResume', 'CertAcpResume',
   'CertNoHistoryReplayAfterRestart', 'CertInterruptedTurnSettles', 'CertInterruptKeepsResume', 'CertKilledMidTurnSettles',
   'CertConcurrentContinuationBusy', 'CertParallelIsolation', 'CertCleanup',
 ];
@@ -55,30 +55,35 @@ describe('the certification registry', () => {
 
   it('certify runs, for each adapter, every certification backing a capability it claims, and skips the rest with the reason', () => {
     for (const adapter of registered) {
-      const plan = planCertifications(adapter.name, adapter.capabilities, { live: false });
+      const acp = adapter.acp !== undefined;
+      const plan = planCertifications(adapter.name, adapter.capabilities, { live: false, acp });
       expect(plan.map((p) => p.cert.id)).toEqual([...certIds]);
       for (const p of plan) {
         const claimed = adapter.capabilities[p.cert.capability];
-        expect(p.run, `${adapter.name} ${p.cert.id}`).toBe(claimed);
-        if (!p.run) expect(p.reason).toContain(p.cert.capability);
+        // The ACP certification also needs the adapter's ACP mode.
+        expect(p.run, `${adapter.name} ${p.cert.id}`).toBe(claimed && (!p.cert.needsAcp || acp));
+        if (!p.run) expect(p.reason).toContain(claimed ? 'has no ACP mode' : p.cert.capability);
       }
     }
   });
 
-  it('the adapters of this version: Claude Code skips nothing, Codex and Pi only the stable working directory', () => {
-    const skipped = (name: string) =>
-      planCertifications(name, registered.find((a) => a.name === name)!.capabilities, { live: false })
+  it('the adapters of this version: Claude Code skips only ACP, Codex and Pi the stable working directory and ACP; Gemini, Qwen and OpenCode run ACP', () => {
+    const skipped = (name: string) => {
+      const adapter = registered.find((a) => a.name === name)!;
+      return planCertifications(name, adapter.capabilities, { live: false, acp: adapter.acp !== undefined })
         .filter((p) => !p.run)
         .map((p) => p.cert.id);
-    expect(skipped('claude-code')).toEqual([]);
-    expect(skipped('codex')).toEqual(['CertStableWorkingDir']);
-    expect(skipped('pi')).toEqual(['CertStableWorkingDir']);
+    };
+    expect(skipped('claude-code')).toEqual(['CertAcpResume']);
+    expect(skipped('codex')).toEqual(['CertStableWorkingDir', 'CertAcpResume']);
+    expect(skipped('pi')).toEqual(['CertStableWorkingDir', 'CertAcpResume']);
+    for (const name of ['gemini', 'qwen', 'opencode']) expect(skipped(name)).not.toContain('CertAcpResume');
   });
 
   it('--live skips the scenarios that need the scripted model, saying why; --only narrows the plan', () => {
     const caps = registered.find((a) => a.name === 'codex')!.capabilities;
     const live = planCertifications('codex', caps, { live: true });
-    const skippedLive = live.filter((p) => !p.run && p.cert.capability !== 'needsStableWorkingDir');
+    const skippedLive = live.filter((p) => !p.run && p.cert.capability !== 'needsStableWorkingDir' && !p.cert.needsAcp);
     expect(skippedLive.map((p) => p.cert.id)).toEqual(certifications.filter((c) => c.live !== true).map((c) => c.id));
     for (const p of skippedLive) if (!p.run) expect(p.reason).toMatch(/^not run with --live: needs the scripted model/);
     expect(live.filter((p) => p.run).map((p) => p.cert.id)).toContain('CertSessionContinuationAfterTmuxLoss');

@@ -24,6 +24,8 @@ const modelWiring: Record<SuiteProvider, (suite: CliSuite) => Promise<string>> =
   qwen: async (suite) => suite.env.OPENAI_BASE_URL!,
   copilot: async (suite) => suite.env.COPILOT_PROVIDER_BASE_URL!,
   opencode: (suite) => fs.readFile(suite.env.OPENCODE_CONFIG!, 'utf8'),
+  cline: (suite) => fs.readFile(path.join(suite.configDir, 'settings', 'providers.json'), 'utf8'),
+  kilo: (suite) => fs.readFile(suite.env.KILO_CONFIG!, 'utf8'),
 };
 
 describe('cliSuite', () => {

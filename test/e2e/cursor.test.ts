@@ -131,6 +131,17 @@ describe('cursor (structured) against a stand-in of the documented cursor-agent'
     expect(run.json.error.message).toContain(`cursor-agent refused ${work} as an untrusted workspace although cal passed --trust ("Workspace Trust Required")`);
   });
 
+  // Issue 50, item 6: under --no-trust cal passes no --trust, and Cursor's own refusal is named as such.
+  it('--no-trust: no --trust on the runs, and Cursor\'s "Workspace Trust Required" is untrusted_folder (exit 20), naming the folder', async () => {
+    const work = await newWork();
+    const from = await logLength();
+    const run = await start(work, 'Hello', '--no-trust');
+    expect(run.code, run.stderr).toBe(20);
+    expect(run.json.error.kind).toBe('untrusted_folder');
+    expect(run.json.error.message).toContain(`cursor-agent does not trust ${work}`);
+    expect((await readLog(log)).slice(from).some((r) => r.argv?.includes('--trust'))).toBe(false);
+  });
+
   it('a release whose --help lacks a needed flag is refused before any handle or chat exists (exit 16)', async () => {
     const work = await newWork();
     const own = path.join(root, 'state-old');

@@ -99,4 +99,21 @@ describe('a fleet of cal workers driving the real Claude Code', () => {
     expect(seen('Host down?')).toBe(0);
     await launch(host);
   }, 240_000);
+
+  it('a turn that hit --timeout on its worker is settled by cal recover from Claude Code\'s transcript (the worker lives on): completed, the model saw it once', async () => {
+    const work = await suite.workDir('t');
+    const s = await cal(['start', '--provider', 'claude-code', '--cwd', work, '--json', 'Remember the codeword EGRET.']);
+    expect(s.code, s.stderr).toBe(0);
+    const message = 'What was the codeword? Timed out on its worker. [[cal:delay=8000]]';
+    const timedOut = await cal(['continue', s.json.handle, '--json', '--timeout', '3', message]);
+    expect(timedOut.code, timedOut.stdout + timedOut.stderr).toBe(14);
+    expect(timedOut.json.error.message).toMatch(/cal recover settles it/);
+    await until(() => seen('Timed out on its worker.') === 1, 'the turn at the model', 60_000);
+    const recovered = await cal(['recover', '--json']);
+    expect(recovered.code, recovered.stdout + recovered.stderr).toBe(0);
+    const item = recovered.json.turns.find((t: { turn: string }) => t.turn === timedOut.json.error.turn);
+    expect(item, recovered.stdout).toMatchObject({ status: 'completed' });
+    expect(item.answer).toContain('EGRET');
+    expect(seen('Timed out on its worker.')).toBe(1);
+  }, 240_000);
 });

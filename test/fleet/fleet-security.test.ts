@@ -108,4 +108,35 @@ describe('a fleet on a Redis with a password, plain and over TLS', () => {
     const mode = (await fs.stat(workerDirs(root, 't1').state)).mode & 0o777;
     expect(mode).toBe(0o700);
   }, 30_000);
+
+  it('the password can stay out of every argv: CAL_FLEET_PASSWORD for a worker, --fleet-password-file for a client; a ?password= URL is redacted in errors', async () => {
+    const bare = plain.url.replace(`:${password}@`, '');
+    expect(bare).not.toContain(password);
+    const { state, env } = await standInWorker(fleet, 'e1', { CURSOR_API_KEY: apiKey, CAL_FLEET: bare, CAL_FLEET_PASSWORD: password });
+    const worker = await startWorker(null, 'e1', state, env);
+    workers.push(worker);
+    const argv = await fs.readFile(`/proc/${worker.child.pid}/cmdline`, 'utf8');
+    expect(argv).toContain('worker');
+    expect(argv).not.toContain(password);
+    const file = path.join(root, 'fleet-password');
+    await fs.writeFile(file, `${password}\n`, { mode: 0o600 });
+    const s = await runCal(['--fleet', bare, '--fleet-password-file', file, 'start', '--provider', 'cursor', '--cwd', fleet.work, '--json', 'Remember the codeword NOARGV.'], { env: clientEnv(), timeoutMs: 60_000 });
+    expect(s.code, s.stderr).toBe(0);
+    const viaEnv = await runCal(['continue', s.json.handle, '--json', 'What was the codeword?'], { env: clientEnv({ CAL_FLEET: bare, CAL_FLEET_PASSWORD: password }), timeoutMs: 60_000 });
+    expect(viaEnv.code, viaEnv.stderr).toBe(0);
+    expect(viaEnv.json.turn.answer).toBe('The codeword was NOARGV.');
+    // Every form of the URL is redacted: ?password=, a user alone, a password in the URL.
+    const wrong = 'wrong-Secret-in-query';
+    for (const url of [`${bare}/?password=${wrong}`, `${bare}/?db=0&password=${wrong}`, bare.replace('//', `//${wrong}@`)]) {
+      for (const args of [['inspect'], ['continue', 'x', '--json', 'hi']]) {
+        const r = await runCal(['--fleet', url, ...args], { env: clientEnv(), timeoutMs: 30_000 });
+        expect(r.code, r.stderr).toBe(17);
+        expect(r.stdout + r.stderr).not.toContain(wrong);
+        expect(r.stdout + r.stderr).toMatch(/\*\*\*/);
+      }
+    }
+    const notRedis = await runCal(['--fleet', `http://127.0.0.1:1/?password=${wrong}`, 'inspect'], { env: clientEnv(), timeoutMs: 30_000 });
+    expect(notRedis.code).toBe(2);
+    expect(notRedis.stderr).not.toContain(wrong);
+  }, 90_000);
 });

@@ -76,7 +76,7 @@ describe('links planted under homes/ are never written or read through', () => {
     const mcp = path.join(root, 'mcp.json');
     writeFileSync(mcp, JSON.stringify({ mcpServers: {} }));
     expect(await writePluginDir(sessionDir(), mcp).then(() => undefined, (e: unknown) => e)).toBeInstanceOf(CalError);
-    recordNextLaunch(sessionDir(), { argv: ['claude'], env: {}, cwd: root }, {}, null);
+    recordNextLaunch(sessionDir(), 'claude-code', { argv: ['claude'], env: {}, cwd: root }, {}, null);
     expect(execFileSync('ls', ['-A', target], { encoding: 'utf8' }).trim()).toBe('file');
     victimUntouched();
   });

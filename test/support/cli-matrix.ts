@@ -15,7 +15,7 @@ interface MatrixEntry {
   packageBefore?: Record<string, string>;
   bin: string;
   versions: string[];
-  /** The releases .ci/run certifies (P0): the oldest and the newest. */
+  /** The floor, certified on the P0 certifications when it was set (docs/certify.md, Version matrix). */
   certify: string[];
 }
 

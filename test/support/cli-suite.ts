@@ -5,7 +5,9 @@ import path from 'node:path';
 import { claudeCodeAdapter } from '../../src/adapters/claude-code/index.js';
 import { copilotAdapter } from '../../src/adapters/copilot/index.js';
 import { geminiAdapter } from '../../src/adapters/gemini/index.js';
+import { kiloAdapter } from '../../src/adapters/kilo/index.js';
 import { opencodeAdapter } from '../../src/adapters/opencode/index.js';
+import { clineAdapter } from '../../src/adapters/cline/index.js';
 import { qwenAdapter } from '../../src/adapters/qwen/index.js';
 import { tmuxSocketFor } from '../../src/engine/tmux-socket.js';
 import { startModelServer, type ModelServer } from '../../src/model/server.js';
@@ -16,7 +18,7 @@ import { writePiAgentDir } from './model-homes.js';
 import { removeScratch } from './scratch.js';
 
 /** The CLIs a suite can drive. */
-export type SuiteProvider = 'claude-code' | 'codex' | 'pi' | 'gemini' | 'qwen' | 'copilot' | 'opencode';
+export type SuiteProvider = 'claude-code' | 'codex' | 'pi' | 'gemini' | 'qwen' | 'copilot' | 'opencode' | 'cline' | 'kilo';
 
 /** The pinned binary (test/support/clis.ts) of each provider. */
 export const pinnedName: Record<SuiteProvider, PinnedCliName> = pinnedCliOf;
@@ -70,6 +72,14 @@ const homes: Record<SuiteProvider, (root: string, modelUrl: string, base: Record
     const env = await opencodeAdapter.scriptedModelEnv(root, modelUrl, base);
     return { env, configDir: path.join(env.XDG_DATA_HOME!, 'opencode') };
   },
+  async cline(root, modelUrl, base) {
+    const env = await clineAdapter.scriptedModelEnv(root, modelUrl, base);
+    return { env, configDir: path.join(env.HOME!, '.cline', 'data') };
+  },
+  async kilo(root, modelUrl, base) {
+    const env = await kiloAdapter.scriptedModelEnv(root, modelUrl, base);
+    return { env, configDir: path.join(env.XDG_DATA_HOME!, 'kilo') };
+  },
 };
 
 export interface SuiteCalOptions {
@@ -79,6 +89,8 @@ export interface SuiteCalOptions {
   env?: Record<string, string>;
   /** Another state directory than the suite's own (see stateDir). */
   state?: string;
+  /** The directory cal runs in (default: the test's own). */
+  cwd?: string;
 }
 
 /** A cal run in the background, ended by the suite's close if it is still running then. */
@@ -170,7 +182,7 @@ export async function cliSuite(provider: SuiteProvider, opts: CliSuiteOptions = 
       return dir;
     },
     tmuxSocket: (dir = state) => tmuxSocketFor(path.join(dir, 'tmux')),
-    cal: (args, o = {}) => runCal(argv(args, o), { env: { ...env, ...o.env }, input: o.input }),
+    cal: (args, o = {}) => runCal(argv(args, o), { env: { ...env, ...o.env }, input: o.input, ...(o.cwd ? { cwd: o.cwd } : {}) }),
     inspect: async (handle, o = {}) => (await suite.cal(['inspect', handle, '--json'], o)).json,
     spawnCal(args, o = {}) {
       // Its own process group, so that close can end what it started too (a command it runs).

@@ -14,12 +14,14 @@ export const pinnedCli = {
   qwen: { bin: 'qwen', version: '0.24.4' },
   copilot: { bin: 'copilot', version: '1.0.102' },
   opencode: { bin: 'opencode', version: '1.18.33' },
+  cline: { bin: 'cline', version: '3.0.65' },
+  kilo: { bin: 'kilo', version: '7.7.7' },
 } as const;
 
 export type PinnedCliName = keyof typeof pinnedCli;
 
 /** Each provider's pinned CLI, by its name in pinnedCli. */
-export const pinnedCliOf = { 'claude-code': 'claude', codex: 'codex', pi: 'pi', gemini: 'gemini', qwen: 'qwen', copilot: 'copilot', opencode: 'opencode' } as const satisfies Record<string, PinnedCliName>;
+export const pinnedCliOf = { 'claude-code': 'claude', codex: 'codex', pi: 'pi', gemini: 'gemini', qwen: 'qwen', copilot: 'copilot', opencode: 'opencode', cline: 'cline', kilo: 'kilo' } as const satisfies Record<string, PinnedCliName>;
 
 /** Path of a pinned CLI binary installed by `npm ci`; throws if it is missing so tests fail loudly. */
 export function cliBin(name: PinnedCliName): string {

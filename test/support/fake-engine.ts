@@ -1,15 +1,15 @@
-import { appendFileSync, chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, existsSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { CliAdapter, DraftControl, LaunchRequest, PromptMatch, SessionConfig, StallKeys, StartedStructuredTurn, StructuredRunRequest, StructuredStartRequest, StructuredTurnResult } from '../../src/adapters/types.js';
+import { TEXT, type MessageGuard } from '../../src/adapters/message-guard.js';
 import { TranscriptTurnObserver } from '../../src/adapters/turn-observer.js';
-import type { TmuxControl, TmuxFactory } from '../../src/engine/tmux-control.js';
+import type { TmuxFactory } from '../../src/engine/tmux-control.js';
 import type { EngineHooks, PaneChange, ProviderEvent, TurnRequest } from '../../src/engine/types.js';
 import type { ProviderHandle } from '../../src/handles/schema.js';
-import type { OwnPane, PaneInfo, PaneListing, PaneSpec, PaneState } from '../../src/tmux/tmux.js';
-import type { PaneScreen } from '../../src/tmux/screen.js';
 import { AgentSessions } from '../../src/sessions/agent-sessions.js';
 import { StateStore } from '../../src/state/store.js';
+import { FakeTmux, type FakePane } from './fake-tmux.js';
 import { scratchDir, scratchDirSync } from './scratch.js';
 
 /**
@@ -22,151 +22,10 @@ import { scratchDir, scratchDirSync } from './scratch.js';
  */
 export type FakeRecord = Record<string, unknown>;
 
-export interface FakePane {
-  id: string;
-  session: string;
-  pid: number;
-  argv: string[];
-  dead: boolean;
-  pasted: string[];
-  keys: string[][];
-  /** Terminals attached to the pane's session now, and when one last was (epoch seconds). */
-  clients?: number;
-  lastAttached?: number | null;
-  /** What stands in the fake CLI's input box (a person's draft, a paste not yet submitted). */
-  box?: string;
-}
+export { FakeTmux, type FakePane } from './fake-tmux.js';
 
 /** What the fake CLI does: the records it writes for a message (after a launch or a paste). */
 export type FakeBehaviour = (message: string, pane: FakePane) => FakeRecord[] | 'die' | 'die-after-recording' | 'ignore';
-
-/** The CLI argv a pane command runs: through cal's launch script (`/bin/sh <script>`), or as is. */
-function launchedArgv(argv: string[]): string[] {
-  if (argv[0] !== '/bin/sh' || argv.length !== 2) return argv;
-  const script = readFileSync(argv[1] as string, 'utf8');
-  const exec = script.split('\n').find((l) => l.startsWith('exec ')) ?? '';
-  const out: string[] = [];
-  for (const m of exec.slice(5).matchAll(/'((?:[^']|'\\'')*)'/g)) out.push((m[1] as string).replace(/'\\''/g, "'"));
-  return out;
-}
-
-export class FakeTmux implements TmuxControl {
-  panes: FakePane[] = [];
-  killedSessions: string[] = [];
-  private nextPane = 0;
-  // Above the largest pid Linux can hand out (2^22): a fake pane's process never exists, so
-  // the engine asks the fake tmux about it on every check, unless a test gives it a real one.
-  private nextPid = 4_194_304 + 1;
-  /** The pid of the next pane's "CLI": a real process of the test's, to stand for the pane's own. */
-  nextPaneProcess: number | null = null;
-  /** How often paneState was asked. */
-  paneStateCalls = 0;
-
-  constructor(
-    readonly socket: string,
-    private readonly cli: FakeCli,
-  ) {}
-
-  async newPane(spec: PaneSpec): Promise<PaneInfo> {
-    const argv = launchedArgv(spec.argv);
-    spec = { ...spec, argv };
-    const pid = this.nextPaneProcess ?? this.nextPid++;
-    this.nextPaneProcess = null;
-    const pane: FakePane = { id: `%${this.nextPane++}`, session: spec.session, pid, argv: spec.argv, dead: false, pasted: [], keys: [] };
-    this.panes.push(pane);
-    this.cli.attach(pane, spec.argv[2] as string);
-    // argv: [exe, mode, sessionId, message?]: a launch that carries the message delivers it.
-    const message = spec.argv[3];
-    if (message !== undefined) this.cli.receive(message, pane, spec.argv[2] as string);
-    return { session: pane.session, paneId: pane.id, pid: pane.pid };
-  }
-
-  private find(paneId: string): FakePane | undefined {
-    return this.panes.filter((p) => p.id === paneId).at(-1);
-  }
-
-  async paneState(paneId: string): Promise<PaneState> {
-    this.paneStateCalls++;
-    const pane = this.find(paneId);
-    if (!pane) return { exists: false, dead: true, deadStatus: null };
-    return { exists: true, dead: pane.dead, deadStatus: pane.dead ? 1 : null, session: pane.session, pid: pane.pid };
-  }
-
-  /** How many characters one Ctrl-U deletes from the end of the box (Claude Code: one wrapped row). */
-  ctrlUDeletes = Infinity;
-
-  async paste(paneId: string, text: string, submit = true): Promise<void> {
-    const pane = this.find(paneId);
-    if (!pane || pane.dead) throw new Error(`no live pane ${paneId}`);
-    pane.pasted.push(text);
-    pane.box = (pane.box ?? '') + text;
-    if (submit) this.submit(pane);
-  }
-
-  /** Enter: the box goes to the CLI as one message, whatever stood there before the paste. */
-  private submit(pane: FakePane): void {
-    const message = pane.box ?? '';
-    pane.box = '';
-    if (message) this.cli.receive(message, pane, this.cli.sessionOf(pane));
-  }
-
-  /** As the real one: pasted only into the pane `own` names (same session and process), alive. */
-  async pasteIfOwn(own: OwnPane, text: string, submit = true): Promise<boolean> {
-    const pane = this.find(own.paneId);
-    if (!pane || pane.dead || pane.session !== own.session || (own.pid !== undefined && pane.pid !== own.pid)) return false;
-    await this.paste(own.paneId, text, submit);
-    return true;
-  }
-
-  async sendKeys(paneId: string, keys: string[]): Promise<void> {
-    const pane = this.find(paneId);
-    pane?.keys.push(keys);
-    for (const key of pane ? keys : []) {
-      if (key === 'C-u') pane!.box = (pane!.box ?? '').slice(0, Math.max(0, (pane!.box ?? '').length - this.ctrlUDeletes));
-      if (key === 'Enter' && pane!.box) this.submit(pane!);
-    }
-    if (pane && keys.includes('Escape')) this.cli.interrupt(pane);
-    else if (pane) this.cli.pressed(pane, keys);
-  }
-
-  async capture(): Promise<string> {
-    return 'fake screen';
-  }
-
-  /** The fake CLI's screen: its input box, one row opening with `> `. */
-  async screen(paneId: string): Promise<PaneScreen | null> {
-    const pane = this.find(paneId);
-    if (!pane || pane.dead) return null;
-    return { lines: ['fake screen', `> ${pane.box ?? ''}`], cursor: { x: 2 + (pane.box ?? '').length, y: 1, visible: true } };
-  }
-
-  async killSession(session: string): Promise<boolean> {
-    this.killedSessions.push(session);
-    let killed = false;
-    for (const p of this.panes) {
-      if (p.session === session && !p.dead) {
-        p.dead = true;
-        killed = true;
-      }
-    }
-    this.panes = this.panes.filter((p) => p.session !== session);
-    return killed;
-  }
-
-  async listPanes(): Promise<PaneListing[]> {
-    return this.panes.map((p) => ({ session: p.session, paneId: p.id, pid: p.pid, dead: p.dead, clients: p.clients ?? 0, lastAttached: p.lastAttached ?? null }));
-  }
-
-  async killServer(): Promise<void> {
-    this.panes = [];
-  }
-
-  /** A new tmux server: every pane gone, and pane ids start again at %0. */
-  restartServer(): void {
-    this.panes = [];
-    this.nextPane = 0;
-  }
-}
 
 /** The fake CLI: one transcript file per session id under `dir`. */
 export class FakeCli {
@@ -255,6 +114,12 @@ class FakeObserver extends TranscriptTurnObserver<FakeRecord & { t: string }> {
   }
 }
 
+/** The fake CLI: a first '!' is a shell command, which a space keeps text. */
+export const fakeMessageGuard: MessageGuard = {
+  passesOver: 'blanks',
+  leads: { '!': { means: 'a first "!" runs a shell command', readAt: 'start', action: 'space' }, '/': TEXT, '@': TEXT, '#': TEXT, '?': TEXT, '&': TEXT, '-': TEXT, '$': TEXT },
+};
+
 /** The fake CLI's input box: the row opening with `> `. */
 export const fakeDraft: DraftControl = {
   read: (screen) => {
@@ -268,11 +133,14 @@ export interface FakeAdapterOptions {
   structured?: (req: StructuredRunRequest) => Promise<StructuredTurnResult>;
   /** The structured transport's early start (StructuredTransport.start), when the fake has one. */
   structuredStart?: (req: StructuredStartRequest) => StartedStructuredTurn | null;
-  refuse?: (text: string) => string | null;
+  /** How the fake CLI reads a message's first character (default: a first '!' gets a space). */
+  messageGuard?: MessageGuard;
   promptRecordedWithinMs?: number;
+  recordsFreshPromptLate?: (version: string) => boolean;
   stallKeys?: StallKeys;
   /** How the fake reads and clears its input box (default: `> ` row, End C-u); null: no way. */
   draft?: DraftControl | null;
+  pasteSubmitDelayMs?: number | 'when-shown';
   afterInterruptKeys?: string[];
   afterFailKeys?: string[];
 }
@@ -281,8 +149,9 @@ export function fakeAdapter(cli: FakeCli, opts: FakeAdapterOptions = {}): CliAda
   const adapter = {
     name: 'claude-code' as const,
     executable: 'fake-cli',
-    capabilities: { tmuxContinuation: true, nativeResumeInTmux: true, structuredTransport: !!opts.structured, apiOnly: false, needsStableWorkingDir: true },
+    capabilities: { tmuxContinuation: true as const, nativeResumeInTmux: true, structuredTransport: !!opts.structured, apiOnly: false, needsStableWorkingDir: true },
     envNames: [],
+    folderTrust: { kind: 'none', why: 'a fake CLI' },
     launches: [] as LaunchRequest[],
     prepared: 0,
     async resolveCli() {
@@ -311,15 +180,12 @@ export function fakeAdapter(cli: FakeCli, opts: FakeAdapterOptions = {}): CliAda
     observeTurn(message: string, notBefore?: Date, match?: PromptMatch) {
       return new FakeObserver(message, notBefore, match);
     },
-    pasteText(message: string) {
-      return message.startsWith('!') ? ` ${message}` : message;
-    },
-    refuseMessage(text: string) {
-      return opts.refuse ? opts.refuse(text) : null;
-    },
+    messageGuard: opts.messageGuard ?? fakeMessageGuard,
     ...(opts.structured ? { structured: { run: opts.structured, ...(opts.structuredStart ? { start: opts.structuredStart } : {}) } } : {}),
     ...(opts.promptRecordedWithinMs ? { promptRecordedWithinMs: opts.promptRecordedWithinMs } : {}),
+    ...(opts.recordsFreshPromptLate ? { recordsFreshPromptLate: opts.recordsFreshPromptLate } : {}),
     ...(opts.stallKeys ? { stallKeys: opts.stallKeys } : {}),
+    ...(opts.pasteSubmitDelayMs !== undefined ? { pasteSubmitDelayMs: opts.pasteSubmitDelayMs } : {}),
     ...(opts.draft === null ? {} : { draft: opts.draft ?? fakeDraft }),
     ...(opts.afterInterruptKeys ? { afterInterruptKeys: opts.afterInterruptKeys } : {}),
     ...(opts.afterFailKeys ? { afterFailKeys: opts.afterFailKeys } : {}),
@@ -331,14 +197,17 @@ export function fakeAdapter(cli: FakeCli, opts: FakeAdapterOptions = {}): CliAda
 }
 
 /** Hooks that record what the engine reported, in order. */
-export function recordingHooks(): EngineHooks & { events: ProviderEvent[]; statuses: string[]; handles: ProviderHandle[]; changes: PaneChange[] } {
+export function recordingHooks(): EngineHooks & { events: ProviderEvent[]; details: Array<Record<string, unknown> | undefined>; statuses: string[]; handles: ProviderHandle[]; changes: PaneChange[] } {
   const hooks = {
     events: [] as ProviderEvent[],
+    /** Each event's detail, in the order of `events`. */
+    details: [] as Array<Record<string, unknown> | undefined>,
     statuses: [] as string[],
     handles: [] as ProviderHandle[],
     changes: [] as PaneChange[],
-    async emit(event: ProviderEvent) {
+    async emit(event: ProviderEvent, detail?: Record<string, unknown>) {
       hooks.events.push(event);
+      hooks.details.push(detail);
     },
     async onSending() {
       hooks.statuses.push('sending');
@@ -384,6 +253,7 @@ export function providerHandle(patch: Partial<ProviderHandle> = {}): ProviderHan
     transcript: null,
     signals: null,
     envNames: [],
+    folderTrust: { kind: 'none', why: 'a fake CLI' },
     ...patch,
   };
 }

@@ -76,9 +76,15 @@ export interface WorkerProcess {
   stderr: () => string;
 }
 
-/** `cal worker` as a child process; resolves once it says it takes jobs. */
-export async function startWorker(url: string, host: string, state: string, env: Record<string, string>, more: string[] = []): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, [calBin, '--state-dir', state, '--fleet', url, 'worker', '--host', host, ...more], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+/**
+ * `cal worker` as a child process; resolves once it says it takes jobs. Its sessions may run
+ * under the test's scratch folder (`<root>/<host>/state` → `--allow-dir <root>`) unless `more`
+ * names its own --allow-dir. `url` null: none on the command line (CAL_FLEET in `env`).
+ */
+export async function startWorker(url: string | null, host: string, state: string, env: Record<string, string>, more: string[] = []): Promise<WorkerProcess> {
+  const allow = more.includes('--allow-dir') ? [] : ['--allow-dir', path.resolve(state, '..', '..')];
+  const fleet = url === null ? [] : ['--fleet', url];
+  const child = spawn(process.execPath, [calBin, '--state-dir', state, ...fleet, 'worker', '--host', host, ...allow, ...more], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   await until(() => stderr.includes(`worker ${host} ready`) || child.exitCode !== null, `worker ${host} ready`, 30_000);

@@ -56,10 +56,15 @@ export function processExists(pid: number): boolean {
   }
 }
 
-export async function until(check: () => Promise<boolean> | boolean, what: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
+/**
+ * Waits for `check`, up to 90 s (inside the 120 s a test gets): what is waited for (a CLI started
+ * from cold reaching the model) takes seconds alone and far longer beside 16 CLI starts at once
+ * in CI's other worker (a `gemini -p` waited 15 s there, and the test failed). How fast is for
+ * bench/, not tests.
+ */
+export async function until(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 90_000): Promise<void> {
+  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
     if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`timed out waiting for ${what}`);
 }

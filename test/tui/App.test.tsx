@@ -31,7 +31,7 @@ describe('inspect App', () => {
     await tick();
     stdin.write(ARROW_UP);
     await waitForFrame(lastFrame, (f) => f.includes('› aaaaaa1111'));
-    stdin.write('j');
+    stdin.write(ARROW_DOWN);
     await waitForFrame(lastFrame, (f) => f.includes('› abc123def0'));
     await tick();
     stdin.write(ENTER);

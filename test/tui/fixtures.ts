@@ -2,7 +2,7 @@ import type { AgentSessionHandle } from '../../src/handles/schema.js';
 import type { HandleSummary, HandleView, PaneView } from '../../src/sessions/agent-sessions.js';
 import type { EventRecord } from '../../src/state/store.js';
 import type { TurnRecord } from '../../src/state/turns.js';
-import type { CertificationInfo, InspectSource } from '../../src/tui/source.js';
+import type { CertificationInfo, InspectSource, NewSessionRequest, TurnOutcome, TurnWatch } from '../../src/tui/source.js';
 
 /** Fixed clock for the views: 2026-01-01T12:00:00Z. */
 export const NOW = Date.parse('2026-01-01T12:00:00Z');
@@ -143,6 +143,51 @@ export class FakeSource implements InspectSource {
     this.calls.push(`attach ${ref}`);
     return this.attach;
   }
+
+  providers = ['claude-code', 'pi'];
+  /** The turns the actions started, for the test to drive: report progress, then settle them. */
+  turns: ScriptedTurn[] = [];
+  /** What cancel, killPane and remove answer (a line, or an error thrown). */
+  answers = new Map<string, string | Error>();
+
+  send(ref: string, message: string, watch: TurnWatch): Promise<TurnOutcome> {
+    this.calls.push(`send ${ref} ${message}`);
+    return this.scripted(watch);
+  }
+  start(request: NewSessionRequest, watch: TurnWatch): Promise<TurnOutcome> {
+    this.calls.push(`start ${request.provider} ${request.cwd} ${request.message}`);
+    return this.scripted(watch);
+  }
+  cancel(ref: string): Promise<string> {
+    return this.answer(`cancel ${ref}`);
+  }
+  killPane(ref: string): Promise<string> {
+    return this.answer(`kill ${ref}`);
+  }
+  remove(ref: string): Promise<string> {
+    return this.answer(`remove ${ref}`);
+  }
+
+  private async answer(call: string): Promise<string> {
+    this.calls.push(call);
+    const a = this.answers.get(call.split(' ')[0]!) ?? `${call}: done`;
+    if (a instanceof Error) throw a;
+    return a;
+  }
+
+  private scripted(watch: TurnWatch): Promise<TurnOutcome> {
+    return new Promise((resolve, reject) => {
+      const turn: ScriptedTurn = { watch, resolve, reject };
+      watch.signal.addEventListener('abort', () => reject(Object.assign(new Error('the turn was interrupted'), { kind: 'interrupted' })));
+      this.turns.push(turn);
+    });
+  }
+}
+
+export interface ScriptedTurn {
+  watch: TurnWatch;
+  resolve(outcome: TurnOutcome): void;
+  reject(err: unknown): void;
 }
 
 /** Resolves once `check` passes on the latest frame (ink renders asynchronously). */

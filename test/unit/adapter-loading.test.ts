@@ -23,17 +23,17 @@ import { loadedFiles, writeLoadRecorder } from '../support/load-recorder.js';
  * the engine's pin check and stops there (cli_missing) without starting anything.
  */
 const run = promisify(execFile);
-const adapterFolders = ['claude-code', 'codex', 'gemini', 'pi', 'cursor', 'agy', 'qwen', 'copilot', 'opencode', 'api'];
+const adapterFolders = ['claude-code', 'codex', 'gemini', 'pi', 'cursor', 'agy', 'qwen', 'copilot', 'opencode', 'cline', 'kilo', 'acp', 'api'];
 
 describe('the adapter registry', () => {
   it('loads each adapter once and keeps the usage error for a provider without a CLI adapter', async () => {
     const codex = await loadCliAdapter('codex');
     expect(codex.name).toBe('codex');
     expect(await loadCliAdapter('codex')).toBe(codex);
-    expect((await loadRegisteredAdapters()).map((a) => a.name)).toEqual(['claude-code', 'codex', 'gemini', 'pi', 'cursor', 'agy', 'qwen', 'copilot', 'opencode']);
+    expect((await loadRegisteredAdapters()).map((a) => a.name)).toEqual(['claude-code', 'codex', 'gemini', 'pi', 'cursor', 'agy', 'qwen', 'copilot', 'opencode', 'cline', 'kilo', 'acp']);
     const refused = await loadCliAdapter('anthropic').catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(CalError);
-    expect(refused).toMatchObject({ kind: 'usage', message: 'provider anthropic has no adapter in this version of cal; available: claude-code, codex, gemini, pi, cursor, agy, qwen, copilot, opencode' });
+    expect(refused).toMatchObject({ kind: 'usage', message: 'provider anthropic has no adapter in this version of cal; available: claude-code, codex, gemini, pi, cursor, agy, qwen, copilot, opencode, cline, kilo, acp' });
     expect((await loadApiAdapter('openai'))?.name).toBe('openai');
     expect(await loadApiAdapter('codex')).toBeNull();
   });
@@ -133,9 +133,9 @@ describe('what a continue of one provider loads of the adapters', () => {
 
   it("the bundled cal keeps each adapter in a chunk of its own, and a continue of Codex loads only Codex's", async () => {
     // The bundle names a chunk after the module it starts from: the adapter's folder (or API file).
-    const adapterChunk = /^(claude-code|codex|gemini|pi|cursor|agy|qwen|opencode|anthropic|openai)-[A-Za-z0-9_-]{8}\.c?js$/;
+    const adapterChunk = /^(claude-code|codex|gemini|pi|cursor|agy|qwen|opencode|cline|kilo|anthropic|openai)-[A-Za-z0-9_-]{8}\.c?js$/;
     const chunks = (await fs.readdir(path.join(repoRoot, 'dist', 'bin'))).flatMap((f) => adapterChunk.exec(f)?.[1] ?? []);
-    expect(chunks.sort()).toEqual(['agy', 'anthropic', 'claude-code', 'codex', 'cursor', 'gemini', 'openai', 'opencode', 'pi', 'qwen']);
+    expect(chunks.sort()).toEqual(['agy', 'anthropic', 'claude-code', 'cline', 'codex', 'cursor', 'gemini', 'kilo', 'openai', 'opencode', 'pi', 'qwen']);
     await savedHandle('codexhandle2', 'codex', 'structured');
     const { loaded, stderr } = await calRun(calBin, ['continue', 'codexhandle2', 'hello']);
     expect(stderr).toMatch(/codex 1\.0\.0 pinned by this handle is gone/);

@@ -16,19 +16,19 @@ describe('preAnswerDialogs', () => {
     await createManagedHome(home);
     const env = { HOME: home, ANTHROPIC_API_KEY: 'sk-test-0123456789abcdefghij' };
     const file = path.join(home, '.claude.json');
-    await preAnswerDialogs(env, '/work/project');
+    await preAnswerDialogs(env, '/work/project', { trust: true, managed: true });
     const first = JSON.parse(await fs.readFile(file, 'utf8'));
     expect(first.projects['/work/project'].hasTrustDialogAccepted).toBe(true);
     expect(first.hasCompletedOnboarding).toBe(true);
     const { ino, mtimeMs } = await fs.stat(file);
 
-    await preAnswerDialogs(env, '/work/project');
+    await preAnswerDialogs(env, '/work/project', { trust: true, managed: true });
     const again = await fs.stat(file);
     expect({ ino: again.ino, mtimeMs: again.mtimeMs }).toEqual({ ino, mtimeMs });
     await expect(fs.stat(`${file}.lock`)).rejects.toThrow(/ENOENT/);
 
     // Another folder still gets its trust entry (and keeps the first one's).
-    await preAnswerDialogs(env, '/work/other');
+    await preAnswerDialogs(env, '/work/other', { trust: true, managed: true });
     const both = JSON.parse(await fs.readFile(file, 'utf8'));
     expect(Object.keys(both.projects).sort()).toEqual(['/work/other', '/work/project']);
   });

@@ -110,6 +110,22 @@ describe('records Claude Code injects are never a new prompt (issue 44)', () => 
     expect(o.tools).toEqual([expect.objectContaining({ kind: 'tool', input: { skill: 'incident-triage', args: 'monitor-down spam' } })]);
   });
 
+  it("a skill's injected user text with no sourceToolUseID (its parent the Skill tool's result record) completes with the answer, not lost", () => {
+    // The held-out corpus's shape: the same turn as above, written by a release that does not mark
+    // the skill's prose with sourceToolUseID (and gives it a promptId of its own). Lost on 91258d3.
+    const o = feedFile(new ClaudeTurnObserver('Triage the monitor alerts with the skill.'), 'claude-code-2.1.258-interactive-skill-injected-text-no-source.jsonl');
+    expect(o.observation).toMatchObject({ phase: 'ended', status: 'completed', answer: 'The noisiest monitor is kuma-edge: 41 of 57 alerts.' });
+  });
+
+  it("a person's next prompt after a reply to a tool result is still a new prompt (lost before its end)", () => {
+    const lines = readFileSync(path.join(fixturesDir, 'claude-code-2.1.258-interactive-skill-injected-text-no-source.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    // The prose's parent is now the assistant's reply: a prompt typed after it, not the tool's own text.
+    lines[3].parentUuid = 'a-0002';
+    const o = new ClaudeTurnObserver('Triage the monitor alerts with the skill.');
+    for (const r of lines.slice(0, 4)) o.feed(r);
+    expect(o.observation).toMatchObject({ phase: 'ended', status: 'lost' });
+  });
+
   it('a 2.0.26 turn (no turn_duration ever) with a final reply completes with it when the next prompt follows, with no Stop signal kept', () => {
     const o = feedFile(new ClaudeTurnObserver('Which file defines the router?'), 'claude-code-2.0.26-interactive-reply-no-turn-duration.jsonl');
     expect(o.observation).toMatchObject({ phase: 'ended', status: 'completed', answer: 'The router is defined in src/router.ts.' });

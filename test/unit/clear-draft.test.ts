@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadRegisteredAdapters } from '../../src/adapters/registry.js';
 import { runProviderTurn } from '../../src/engine/decision.js';
+import { removedRows } from '../../src/engine/draft.js';
 import { CalError } from '../../src/errors.js';
 import { fakeDraft, fakeWorld, providerHandle } from '../support/fake-engine.js';
 
@@ -29,6 +30,23 @@ describe('a draft in a live pane', () => {
     expect(w.cli.received).toEqual(['one', 'What was the codeword?']);
     // The keys went in before the paste; Enter only after the paste showed in the emptied box.
     expect(w.tmux.panes[0]?.keys).toEqual([['End', 'C-u'], ['Enter']]);
+    // The draft is not thrown away in silence: its text goes in a draft_cleared event, before sending.
+    const at = w.hooks.events.indexOf('draft_cleared');
+    expect(at).toBeGreaterThanOrEqual(0);
+    expect(w.hooks.details[at]).toEqual({ text: 'my half typed draft', rows: ['> my half typed draft'] });
+  });
+
+  it('an empty box records no draft_cleared event', async () => {
+    const w = fakeWorld();
+    const first = await runProviderTurn(w.request(providerHandle(), 'one'));
+    await runProviderTurn(w.request(first.handle, 'two'));
+    expect(w.hooks.events).not.toContain('draft_cleared');
+  });
+
+  it('the rows a clearing removed hold a draft that wrapped onto several rows', () => {
+    const before = { lines: ['history', '> first row of the draft', '  second row', '  third row', 'footer'], cursor: { x: 0, y: 0, visible: true } };
+    const after = { lines: ['history', '> ', 'footer'], cursor: { x: 0, y: 0, visible: true } };
+    expect(removedRows(before, after)).toEqual(['> first row of the draft', '  second row', '  third row']);
   });
 
   it('a CLI whose Ctrl-U takes one wrapped row gets one round a row, each waited on', async () => {
@@ -58,7 +76,7 @@ describe('a draft in a live pane', () => {
 
   it('every CLI that takes pastes reads its box and declares keys that clear it; none submits, interrupts or quits', async () => {
     const pasting = (await loadRegisteredAdapters()).filter((a) => a.capabilities.tmuxContinuation);
-    expect(pasting.map((a) => a.name).sort()).toEqual(['claude-code', 'codex', 'copilot', 'gemini', 'pi', 'qwen', 'opencode'].sort());
+    expect(pasting.map((a) => a.name).sort()).toEqual(['claude-code', 'codex', 'copilot', 'gemini', 'pi', 'qwen', 'opencode', 'cline', 'kilo'].sort());
     for (const adapter of pasting) {
       expect(adapter.draft?.keys, adapter.name).toContain('C-u');
       for (const key of adapter.draft?.keys ?? []) expect(['Enter', 'C-m', 'C-j', 'Escape', 'C-c', 'C-d'], adapter.name).not.toContain(key);

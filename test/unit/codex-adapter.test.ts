@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { realpathSync, statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -6,7 +7,8 @@ import { nativeCodexBinary, wrapperEnv } from '../../src/adapters/codex/binary.j
 import { mcpOverrides, tomlString, trustOverride } from '../../src/adapters/codex/config.js';
 import { checkMcpConfig } from '../../src/engine/mcp-config.js';
 import { codexAdapter, LAUNCH_TAG_ENV } from '../../src/adapters/codex/index.js';
-import { dayFolders, fileKey, findRolloutsForFirstMessage, pickRollout } from '../../src/adapters/codex/sessions.js';
+import { prepareMessage } from '../../src/engine/message.js';
+import { dayFolders, fileKey, findRolloutsForFirstMessage, pickRollout, scanLaunches } from '../../src/adapters/codex/sessions.js';
 import type { SessionConfig } from '../../src/adapters/types.js';
 import { cliBin, pinnedCli, repoRoot } from '../support/clis.js';
 import { fixtureRecords } from '../support/fixtures.js';
@@ -118,9 +120,10 @@ describe('Codex command line', () => {
     expect(resume.argv.slice(at + 2, -2)).toEqual(resume.argv.slice(2, at));
     expect(resume.argv.slice(at + 2, -2)).toContain('tui.resume_cwd="session"');
     expect(resume.env[LAUNCH_TAG_ENV]).toBeUndefined();
-    expect(codexAdapter.pasteText('/status')).toBe(' /status');
-    expect(codexAdapter.pasteText('!ls')).toBe(' !ls');
-    expect(codexAdapter.pasteText('plain')).toBe('plain');
+    expect(prepareMessage(codexAdapter, 'tmux', '/status').typed).toBe(' /status');
+    expect(prepareMessage(codexAdapter, 'tmux', '!ls').typed).toBe(' !ls');
+    expect(prepareMessage(codexAdapter, 'tmux', '\n/status').typed).toBe('\u200b\n/status');
+    expect(prepareMessage(codexAdapter, 'tmux', 'plain').typed).toBe('plain');
   });
 
   it('gives --no-daemon only to releases that have it (0.156.0 on); older ones refuse it', () => {
@@ -185,7 +188,11 @@ describe('Codex rollout choice among launches', () => {
     for (const f of files) await fs.writeFile(f, '');
   });
   const cands = () => files.map((f, i) => ({ path: f, sessionId: String(i) }));
-  const holders = (pairs: [number, string][]) => new Map(pairs.map(([i, tag]) => [fileKey(files[i]!)!, tag]));
+  const holders = (pairs: [number, string][]) => {
+    const map = new Map<string, Set<string>>();
+    for (const [i, tag] of pairs) map.set(fileKey(files[i]!)!, new Set([...(map.get(fileKey(files[i]!)!) ?? []), tag]));
+    return map;
+  };
 
   it('with our process visible, only the rollout it holds is ours (never a lone other one)', () => {
     const scan = { tags: new Set(['mine', 'other']), holders: holders([[0, 'other']]) };
@@ -197,6 +204,30 @@ describe('Codex rollout choice among launches', () => {
   it('without /proc, a lone candidate binds and several are ambiguous', () => {
     expect(pickRollout([cands()[2]!], null, 'mine')).toEqual({ pick: cands()[2], ambiguous: false });
     expect(pickRollout(cands(), null, 'mine')).toEqual({ pick: null, ambiguous: true });
+  });
+
+  it('a rollout our process holds beside the launch that writes it is not ours (real processes, /proc)', async () => {
+    // Launch B writes rollout 1 and holds it; launch A (started after, so listed after B) reads
+    // it too for a moment. Only A's own rollout, held by A alone, may bind A (issue 50 item 11).
+    const tagName = `CAL_TEST_LAUNCH_${process.pid}`;
+    const hold = (tag: string, file: string) => spawn('bash', ['-c', `exec 3<${JSON.stringify(file)}; exec sleep 30`], { env: { ...process.env, [tagName]: tag }, stdio: 'ignore' });
+    const b = hold('B', files[1]!);
+    await new Promise((r) => setTimeout(r, 200));
+    const a = hold('A', files[1]!);
+    try {
+      let scan = null;
+      for (let i = 0; i < 50; i++) {
+        scan = await scanLaunches(tagName);
+        if (scan?.holders.get(fileKey(files[1]!)!)?.size === 2) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(scan?.tags).toEqual(new Set(['A', 'B']));
+      expect(pickRollout([cands()[1]!], scan, 'A')).toEqual({ pick: null, ambiguous: false });
+      expect(pickRollout([cands()[1]!], scan, 'B')).toEqual({ pick: null, ambiguous: false });
+    } finally {
+      a.kill('SIGKILL');
+      b.kill('SIGKILL');
+    }
   });
 
   it('our process not visible: rollouts held by other launches are not ours', () => {

@@ -17,9 +17,9 @@ async function allSpecs(): Promise<CommandSpec[]> {
 describe('command specs', () => {
   it('every command module exports one spec, and the program has each command once, in help order', async () => {
     const specs = await allSpecs();
-    expect(specs.map((s) => s.name)).toEqual(['start', 'continue', 'kill-tmux', 'remove', 'cancel', 'attach', 'reap', 'inspect', 'show', 'wait', 'events', 'run', 'lock', 'recover', 'worker', 'certify', 'demo', 'doctor', 'model serve', 'model env']);
+    expect(specs.map((s) => s.name)).toEqual(['start', 'continue', 'kill-tmux', 'remove', 'cancel', 'attach', 'reap', 'inspect', 'ls', 'show', 'wait', 'events', 'run', 'lock', 'recover', 'worker', 'certify', 'demo', 'doctor', 'model serve', 'model env']);
     const program = buildProgram(specs, () => undefined);
-    expect(program.commands.map((c) => c.name())).toEqual(['start', 'continue', 'kill-tmux', 'remove', 'cancel', 'attach', 'reap', 'inspect', 'show', 'wait', 'events', 'run', 'lock', 'recover', 'worker', 'certify', 'demo', 'doctor', 'model']);
+    expect(program.commands.map((c) => c.name())).toEqual(['start', 'continue', 'kill-tmux', 'remove', 'cancel', 'attach', 'reap', 'inspect', 'ls', 'show', 'wait', 'events', 'run', 'lock', 'recover', 'worker', 'certify', 'demo', 'doctor', 'model']);
     const model = program.commands.find((c) => c.name() === 'model')!;
     expect(model.description()).toBe('the scripted model server');
     expect(model.commands.map((c) => c.name())).toEqual(['serve', 'env']);
@@ -47,7 +47,7 @@ describe('command specs', () => {
 
   it('no command module declares its options a second time as an interface', () => {
     const offenders: string[] = [];
-    for (const file of ['start', 'continue', 'kill-tmux', 'remove', 'cancel', 'attach', 'inspect', 'show', 'events', 'run', 'lock', 'recover', 'certify', 'demo', 'model-serve']) {
+    for (const file of ['start', 'continue', 'kill-tmux', 'remove', 'cancel', 'attach', 'inspect', 'ls', 'show', 'events', 'run', 'lock', 'recover', 'certify', 'demo', 'model-serve']) {
       const text = readFileSync(path.join(repoRoot, 'src', 'commands', `${file}.ts`), 'utf8');
       for (const m of text.matchAll(/interface (\w*Options)\b/g)) offenders.push(`${file}.ts: ${m[1]}`);
       if (/\.option\(|new Option\(/.test(text)) offenders.push(`${file}.ts registers commander options itself`);
@@ -71,10 +71,13 @@ describe('command specs', () => {
     expect(await specsFor(['-V'])).toEqual([]);
     expect((await specsFor(['--state-dir', 'x', 'continue', 'h', 'm'])).map((s) => s.name)).toEqual(['continue']);
     expect((await specsFor(['model', 'serve'])).map((s) => s.name)).toEqual(['model serve']);
+    // An alias loads its command's module alone.
+    expect((await specsFor(['list', '--live'])).map((s) => s.name)).toEqual(['ls']);
+    expect((await specsFor(['ls'])).map((s) => s.name)).toEqual(['ls']);
     expect((await specsFor(['model', 'env', '--url', 'x'])).map((s) => s.name)).toEqual(['model env']);
     expect((await specsFor(['model', '--help'])).map((s) => s.name)).toEqual(['model serve', 'model env']);
     // Help and unknown words need every command (to list them, or to suggest one).
-    for (const args of [[], ['--help'], ['help', 'start'], ['strat']]) expect(await specsFor(args)).toHaveLength(20);
+    for (const args of [[], ['--help'], ['help', 'start'], ['strat']]) expect(await specsFor(args)).toHaveLength(21);
   });
 
   it('a bare --wait never swallows the message after it', () => {

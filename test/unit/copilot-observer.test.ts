@@ -86,7 +86,7 @@ describe('Copilot home', () => {
     return d;
   };
 
-  it('trusts a folder in the home cal manages, keeping Copilot\'s own comment lines and keys; never in a user\'s own home', async () => {
+  it('trusts a folder in Copilot\'s config, keeping its own comment lines and keys; in a user\'s own home as in one cal manages (issue 50, item 12)', async () => {
     const dir = tmp();
     const env = await scriptedCopilotEnv(dir, 'http://127.0.0.1:9/', { HOME: path.join(dir, 'home') });
     expect(env).toMatchObject({ COPILOT_HOME: path.join(dir, 'copilot-home'), COPILOT_PROVIDER_BASE_URL: 'http://127.0.0.1:9/v1', COPILOT_PROVIDER_TYPE: 'openai', COPILOT_OFFLINE: 'true', COPILOT_AUTO_UPDATE: 'false' });
@@ -99,9 +99,16 @@ describe('Copilot home', () => {
     expect(JSON.parse(text.replace(/^\/\/.*$/gm, ''))).toEqual({ firstLaunchAt: '2026-12-05T18:39:24.290Z', trustedFolders: ['/work/a'] });
     expect(isTrusted(env, '/work/a')).toBe(true);
 
+    // A folder under a trusted one is trusted; a sibling is not.
+    expect(isTrusted(env, '/work/a/b')).toBe(true);
+    expect(isTrusted(env, '/work/ab')).toBe(false);
+
+    // The user's own home (~/.copilot, no config.json yet): the trust policy's default writes it too.
     const user = { HOME: tmp() };
-    expect(await trustFolder(user, '/work/a')).toBe(false);
     expect(isTrusted(user, '/work/a')).toBe(false);
+    expect(await trustFolder(user, '/work/a')).toBe(true);
+    expect(isTrusted(user, '/work/a')).toBe(true);
+    expect(isTrusted({ HOME: tmp(), COPILOT_ALLOW_ALL: 'true' }, '/work/a')).toBe(true);
   });
 
   it('refuses a tool policy it cannot map before anything runs; a system prompt becomes a custom instructions file Copilot reads through COPILOT_CUSTOM_INSTRUCTIONS_DIRS', async () => {

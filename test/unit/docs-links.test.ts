@@ -32,6 +32,34 @@ describe('README and docs', () => {
     }
   });
 
+  /** GitHub's anchors of a Markdown file: each heading lower-cased, punctuation dropped, spaces to '-', repeats numbered. */
+  function anchors(file: string): Set<string> {
+    const seen = new Map<string, number>();
+    const out = new Set<string>();
+    for (const m of readFileSync(file, 'utf8').replace(/```[\s\S]*?```/g, '').matchAll(/^#{1,6}\s+(.*?)\s*#*\s*$/gm)) {
+      const slug = (m[1] as string).trim().toLowerCase().replace(/[^\p{L}\p{N}_\- ]/gu, '').replace(/ /g, '-');
+      const n = seen.get(slug) ?? 0;
+      seen.set(slug, n + 1);
+      out.add(n === 0 ? slug : `${slug}-${n}`);
+    }
+    return out;
+  }
+
+  // Issue 52 §3: docs/library.md and docs/scripted-model.md sent readers to a README section that was gone.
+  it.each(docs)('%s: every link to a section, and every "README, \"Section\"" it names, is a heading that exists', (file) => {
+    const text = readFileSync(path.join(repoRoot, file), 'utf8');
+    for (const link of links(text).filter((l) => l.includes('#') && !/^[a-z][a-z0-9+.-]*:/i.test(l))) {
+      const [target, anchor] = link.split('#') as [string, string];
+      const resolved = target === '' ? path.join(repoRoot, file) : path.resolve(path.dirname(path.join(repoRoot, file)), target);
+      expect(anchors(resolved).has(anchor), `${file}: ${link} names no heading`).toBe(true);
+    }
+    const readme = anchors(path.join(repoRoot, 'README.md'));
+    for (const m of prose(text).matchAll(/README(?:'s)?,? "([^"]+)"/g)) {
+      const slug = (m[1] as string).toLowerCase().replace(/[^\p{L}\p{N}_\- ]/gu, '').replace(/ /g, '-');
+      expect(readme.has(slug), `${file}: the README has no section "${m[1]}"`).toBe(true);
+    }
+  });
+
   it('the README is under 15 KB, with no line over 160 characters outside tables and code, and no dated measurement', () => {
     const text = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
     expect(Buffer.byteLength(text)).toBeLessThan(15 * 1024);

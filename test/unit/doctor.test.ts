@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -47,6 +48,31 @@ describe('cal doctor', () => {
     expect(table.stdout).toMatch(/^pi\s+ok\s+0\.73\.1\s+0\.51\.0 – /m);
     expect(table.stdout).toMatch(/^tmux\s+ok /m);
     expect(table.stdout.trimEnd().split('\n').at(-1)).toBe('ready');
+  });
+
+  it('with no --provider: ready (exit 0) when one CLI is usable, the missing ones listed as information; none usable is not ready', async () => {
+    const run = await runCal(['--state-dir', path.join(root, 'state-bare'), 'doctor', '--json'], { env: envWithPi('0.73.1') });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.json).toMatchObject({ ready: true, strict: false });
+    expect(run.json.providers.find((p: any) => p.provider === 'pi')).toMatchObject({ usable: true });
+    expect(run.json.providers.find((p: any) => p.provider === 'pi' ? false : p.status === 'missing')).toBeTruthy();
+    const table = await runCal(['--state-dir', path.join(root, 'state-bare'), 'doctor'], { env: envWithPi('0.73.1') });
+    expect(table.code).toBe(0);
+    const total = run.json.providers.length;
+    expect(table.stdout).toContain(`CLIs not usable here (information: cal runs the `);
+    expect(table.stdout.trimEnd().split('\n').at(-1)).toMatch(new RegExp(`^ready \\(\\d+ of ${total} CLIs\\)$`));
+    // A PATH holding tmux and node alone: no CLI at all.
+    const tmuxOnly = mkdtempSync(path.join(root, 'tmux-only-'));
+    for (const tool of ['tmux', 'node']) symlinkSync(execFileSync('sh', ['-c', `command -v ${tool}`]).toString().trim(), path.join(tmuxOnly, tool));
+    const none = await runCal(['--state-dir', path.join(root, 'state-bare'), 'doctor'], { env: { PATH: tmuxOnly, HOME: root, LANG: 'C.UTF-8' } });
+    expect(none.code, none.stdout).toBe(18);
+    expect(none.stdout.trimEnd().split('\n').at(-1)).toBe('not ready (exit 18): no CLI is usable');
+  });
+
+  it("Pi's install hint names its current package", async () => {
+    const run = await runCal(['--state-dir', path.join(root, 'state-pi'), 'doctor', '--provider', 'pi', '--json'], { env: envWithPi(null) });
+    expect(run.code).toBe(18);
+    expect(run.json.providers[0].note).toContain('npm install -g @earendil-works/pi-coding-agent');
   });
 
   it('an unknown provider is a usage error', async () => {

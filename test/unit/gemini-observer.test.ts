@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { findTranscript, geminiAdapter, sessionFiles } from '../../src/adapters/gemini/index.js';
+import { prepareMessage } from '../../src/engine/message.js';
 import { parseSettings } from '../../src/adapters/gemini/home.js';
 import { GeminiTurnObserver, classifyRecord, normaliseForMatch, shellOutput, toolFromCall } from '../../src/adapters/gemini/transcript.js';
 import { ended, feedFixture, fixtureRecords, fixtureText } from '../support/fixtures.js';
@@ -20,6 +21,8 @@ const FIXTURES = [
   'tui-failed-write-file.session',
   'tui-hook-stopped-write-file.session',
   'headless-hook-stopped-write-file.session',
+  'tui-cancelled-tool-no-note.session',
+  'tui-stopped-tool-no-display.session',
 ];
 
 const records = (name: string) => fixtureRecords('gemini', name);
@@ -47,6 +50,28 @@ describe('Gemini session-file observer (recorded 0.61.0 sessions)', () => {
     const noteOnly = new GeminiTurnObserver(WRITE_OK);
     for (const r of all.filter((r) => !(r.type === 'gemini' && r.toolCalls))) noteOnly.feed(r);
     expect(ended(noteOnly)).toMatchObject({ status: 'failed', answer: null, error: 'Agent execution stopped: write refused by hook' });
+  });
+
+  it('a reply whose tool calls were all cancelled ends the turn interrupted at its own record, with no "Request cancelled." note after it (lost on 91258d3)', () => {
+    // The held-out corpus's shape: the denied call (status cancelled), then the next prompt, and
+    // no note in between (a release or path that records none).
+    const message = 'run it [[cal:shell=touch made-by-tool]]';
+    const o = observe('tui-cancelled-tool-no-note.session', message);
+    expect(ended(o)).toMatchObject({ status: 'interrupted', answer: null });
+    expect(o.tools).toEqual([expect.objectContaining({ status: 'cancelled' })]);
+    // One call cancelled beside one that ran is no end: the results go back to the model.
+    const all = records('tui-cancelled-tool-no-note.session');
+    const reply = all.findLastIndex((r) => r.type === 'gemini');
+    const mixed = structuredClone(all[reply]);
+    mixed.toolCalls.push({ ...mixed.toolCalls[0], id: 'other', status: 'success' });
+    const running = new GeminiTurnObserver(message);
+    for (const r of [...all.slice(0, reply), mixed]) running.feed(r);
+    expect(running.observation.phase).toBe('running');
+  });
+
+  it('a session ending on a tool call that stopped the agent, recorded with no display text (only the error it sent back), ends failed (ran forever on 91258d3)', () => {
+    const o = ended(observe('tui-stopped-tool-no-display.session', 'run it [[cal:shell=touch made-by-tool]]'));
+    expect(o).toMatchObject({ status: 'failed', answer: null, error: 'Agent execution stopped by hook: release freeze until Monday' });
   });
 
   it('a write_file that fails for itself goes back to the model, and the turn runs until the reply to it', () => {
@@ -211,17 +236,20 @@ describe('Gemini session-file observer (recorded 0.61.0 sessions)', () => {
   });
 });
 
+/** What cal types into a Gemini pane for a message (the adapter's declared guard, applied by the engine). */
+const typed = (m: string) => prepareMessage(geminiAdapter, 'tmux', m).typed;
+
 describe('Gemini adapter', () => {
   const config = { cwd: '/work/p', model: null, systemPrompt: null, mcpConfigPath: null, toolPolicy: 'default' };
 
   it('guards a leading ! so it stays text; refuses a leading / (a slash command however it is guarded)', () => {
-    expect(geminiAdapter.refuseMessage?.('/help')).toMatch(/slash command/);
-    expect(geminiAdapter.refuseMessage?.('  /about x')).toMatch(/slash command/);
-    expect(geminiAdapter.refuseMessage?.('// a comment')).toBeNull();
-    expect(geminiAdapter.refuseMessage?.('/* c */')).toBeNull();
-    expect(geminiAdapter.refuseMessage?.('a /b')).toBeNull();
-    expect(geminiAdapter.pasteText('!ls')).toBe(' !ls');
-    expect(geminiAdapter.pasteText('plain')).toBe('plain');
+    expect(() => typed('/help')).toThrow(/slash command/);
+    expect(() => typed('  /about x')).toThrow(/slash command/);
+    expect(typed('// a comment')).toBe('// a comment');
+    expect(typed('/* c */')).toBe('/* c */');
+    expect(typed('a /b')).toBe('a /b');
+    expect(typed('!ls')).toBe(' !ls');
+    expect(typed('plain')).toBe('plain');
   });
 
   it('parses settings with comments', () => {
@@ -258,7 +286,7 @@ describe('matching a message to its Gemini record', () => {
   });
 
   it("refuses a '/' behind blanks or invisible characters: Gemini strips them and runs the slash command", () => {
-    for (const m of ['/about', ' /about', '\u200b/about', '\ufeff\t/about']) expect(geminiAdapter.refuseMessage?.(m)).toMatch(/slash command/);
-    for (const m of ['// comment', '/* c */', 'see /about', '\u200b!touch x']) expect(geminiAdapter.refuseMessage?.(m)).toBeNull();
+    for (const m of ['/about', ' /about', '\u200b/about', '\ufeff\t/about']) expect(() => typed(m)).toThrow(/slash command/);
+    for (const m of ['// comment', '/* c */', 'see /about', '\u200b!touch x']) expect(typed(m)).toBe(m);
   });
 });

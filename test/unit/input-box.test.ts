@@ -6,6 +6,8 @@ import { codexAdapter } from '../../src/adapters/codex/index.js';
 import { copilotAdapter } from '../../src/adapters/copilot/index.js';
 import { geminiAdapter } from '../../src/adapters/gemini/index.js';
 import { opencodeAdapter } from '../../src/adapters/opencode/index.js';
+import { clineAdapter } from '../../src/adapters/cline/index.js';
+import { kiloAdapter } from '../../src/adapters/kilo/index.js';
 import { piAdapter } from '../../src/adapters/pi/index.js';
 import type { CliAdapter } from '../../src/adapters/types.js';
 import { isRule, plainText, typedText } from '../../src/tmux/screen.js';
@@ -16,7 +18,7 @@ import { fixturesDir } from '../support/fixtures.js';
  * clear a draft before a paste, never for an answer). Driven by screens recorded from the real
  * CLIs of every release of the version matrix (fixtures/screens/<cli>-<version>-input-box.json).
  */
-const adapters: Record<string, CliAdapter> = { 'claude-code': claudeCodeAdapter, codex: codexAdapter, copilot: copilotAdapter, gemini: geminiAdapter, pi: piAdapter, opencode: opencodeAdapter };
+const adapters: Record<string, CliAdapter> = { 'claude-code': claudeCodeAdapter, codex: codexAdapter, copilot: copilotAdapter, gemini: geminiAdapter, pi: piAdapter, opencode: opencodeAdapter, cline: clineAdapter, kilo: kiloAdapter };
 const LONG = Array.from({ length: 20 }, (_, i) => `draftword${i % 10}`).join('');
 
 const recorded = readdirSync(path.join(fixturesDir, 'screens')).filter((f) => f.endsWith('-input-box.json'));

@@ -19,6 +19,20 @@ describe('cross-process locks', () => {
     await (await locks.acquire('h')).release();
   });
 
+  it('a caller who would not wait waits for a brief holder (cal reap ending a pane) instead of failing busy (issue 50 item 13)', async () => {
+    const locks = new LockDirectory(await lockDir());
+    const reaper = await locks.acquire('h', { brief: true });
+    const released = new Promise<void>((r) => setTimeout(() => void reaper.release().then(r), 300));
+    const started = Date.now();
+    const held = await locks.acquire('h');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+    await released;
+    // A turn's holder is never brief: the next caller still gets busy at once.
+    await expect(locks.acquire('h', { brief: true })).rejects.toMatchObject({ kind: 'busy' });
+    await expect(locks.acquire('h')).rejects.toMatchObject({ kind: 'busy' });
+    await held.release();
+  });
+
   it('waiters are served in arrival order', async () => {
     const locks = new LockDirectory(await lockDir());
     const first = await locks.acquire('h');

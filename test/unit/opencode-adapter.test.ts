@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { CalError } from '../../src/errors.js';
 import { opencodeAdapter } from '../../src/adapters/opencode/index.js';
 import { sessionFlags } from '../../src/adapters/opencode/launch.js';
+import { OPENCODE } from '../../src/adapters/opencode/flavour.js';
 import { OpencodeTurnObserver } from '../../src/adapters/opencode/turn.js';
 import { newSessionId, sessionIdFor, withMcpTool } from '../../src/adapters/opencode/store.js';
 import { mcpToolOf } from '../../src/adapters/opencode/tool-names.js';
@@ -126,13 +127,13 @@ describe("OpenCode's launch", () => {
   });
 
   it('maps each tool policy, and refuses one it does not know', () => {
-    expect(sessionFlags(request({ toolPolicy: 'read-only' })).argv).toEqual(['--agent', 'plan']);
-    expect(sessionFlags(request({ toolPolicy: 'bypass' })).argv).toEqual(['--auto']);
-    expect(JSON.parse(sessionFlags(request({ toolPolicy: 'accept-edits' })).env.OPENCODE_CONFIG_CONTENT!)).toEqual({ permission: { edit: 'allow', bash: 'ask' } });
-    expect(sessionFlags(request()).env.OPENCODE_CONFIG_CONTENT).toBeUndefined();
+    expect(sessionFlags(OPENCODE, request({ toolPolicy: 'read-only' })).argv).toEqual(['--agent', 'plan']);
+    expect(sessionFlags(OPENCODE, request({ toolPolicy: 'bypass' })).argv).toEqual(['--auto']);
+    expect(JSON.parse(sessionFlags(OPENCODE, request({ toolPolicy: 'accept-edits' })).env.OPENCODE_CONFIG_CONTENT!)).toEqual({ permission: { edit: 'allow', bash: 'ask' } });
+    expect(sessionFlags(OPENCODE, request()).env.OPENCODE_CONFIG_CONTENT).toBeUndefined();
     const refused = (() => {
       try {
-        return sessionFlags(request({ toolPolicy: 'everything' }));
+        return sessionFlags(OPENCODE, request({ toolPolicy: 'everything' }));
       } catch (e) {
         return e;
       }
@@ -143,7 +144,7 @@ describe("OpenCode's launch", () => {
 
   it("puts the system prompt in an instructions file, merged over the user's own OPENCODE_CONFIG_CONTENT", () => {
     const req = request({ systemPrompt: 'Be brief.', model: 'scripted/scripted-model' }, { OPENCODE_CONFIG_CONTENT: '{"theme":"dark"}' });
-    const flags = sessionFlags(req);
+    const flags = sessionFlags(OPENCODE, req);
     expect(flags.argv).toEqual(['--model', 'scripted/scripted-model']);
     const content = JSON.parse(flags.env.OPENCODE_CONFIG_CONTENT!);
     expect(content.theme).toBe('dark');

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { chooseSessionFile, findSessionFile, piAgentDir, piProjectFolder, scriptedPiEnv } from '../../src/adapters/pi/home.js';
 import { piAdapter } from '../../src/adapters/pi/index.js';
+import { prepareMessage } from '../../src/engine/message.js';
 import { classifyRecord, PiTurnObserver } from '../../src/adapters/pi/session.js';
 import { ended, feedFixture, fixtureRecords } from '../support/fixtures.js';
 
@@ -121,7 +122,7 @@ describe('Pi adapter: session files, launch and the scripted agent dir', () => {
   const config = { cwd: '/tmp/w', model: null, systemPrompt: null, mcpConfigPath: null, toolPolicy: 'default' };
 
   it('a fresh launch carries the session file and the message in argv; guarded leading - and @', () => {
-    const plan = piAdapter.launch({ cli, env: { HOME: '/h' }, config, mode: 'fresh', sessionId: 'cal-id', message: piAdapter.pasteText('-v @file') });
+    const plan = piAdapter.launch({ cli, env: { HOME: '/h' }, config, mode: 'fresh', sessionId: 'cal-id', message: prepareMessage(piAdapter, 'tmux', '-v @file').typed });
     expect(plan.argv.slice(0, 2)).toEqual(['/x/cli.js', '--session']);
     expect(plan.argv[2]).toMatch(/^\/h\/\.pi\/agent\/sessions\/--tmp-w--\/.*_cal-id\.jsonl$/);
     expect(plan.argv.at(-1)).toBe(' -v @file');

@@ -54,20 +54,24 @@ describe('reaping idle panes (fake CLI, fake tmux)', () => {
     expect((await store.readEvents(ids[0]!)).map((e) => e.event)).not.toContain('lost_tmux');
   });
 
-  it('never reaps a pane with a terminal attached, one attached since its last turn (a draft), or one whose turn is in flight', async () => {
+  it('never reaps a pane with a terminal attached, one attached since its last turn with a draft in its box, or one whose turn is in flight', async () => {
     policy({ auto: false });
-    const [a, b, c, d] = [await start('a'), await start('b'), await start('c'), await start('d')];
+    const [a, b, c, d, e] = [await start('a'), await start('b'), await start('c'), await start('d'), await start('e')];
     const paneOf = (id: string) => tmux.panes.find((p) => p.session.startsWith(`cal-${id}-`))!;
     paneOf(a.handle.id).clients = 1;
     paneOf(b.handle.id).lastAttached = Math.ceil(Date.now() / 1000) + 5;
+    paneOf(b.handle.id).box = 'half typed';
+    // Attached once, its box left empty: reaped like any other (issue 52).
+    paneOf(e.handle.id).lastAttached = Math.ceil(Date.now() / 1000) + 5;
     const held = await store.locks.acquire(handleLockName(c.handle.id));
     const items = await sessions.reap({ idleSeconds: 0 });
     await held.release();
     const byHandle = Object.fromEntries(items.map((i) => [i.handle, i]));
     expect(byHandle[a.handle.id]).toMatchObject({ action: 'kept', reason: 'a terminal is attached' });
-    expect(byHandle[b.handle.id]).toMatchObject({ action: 'kept', reason: expect.stringMatching(/draft/) });
+    expect(byHandle[b.handle.id]).toMatchObject({ action: 'kept', reason: 'a terminal was attached since its last turn and its input box holds a draft' });
     expect(byHandle[c.handle.id]).toMatchObject({ action: 'kept', reason: 'a turn is in flight' });
     expect(byHandle[d.handle.id]).toMatchObject({ action: 'reaped', reason: expect.stringMatching(/^idle/) });
+    expect(byHandle[e.handle.id]).toMatchObject({ action: 'reaped', reason: expect.stringMatching(/^idle/) });
     expect(livePanes().map((p) => p.session.split('-')[1]).sort()).toEqual([a.handle.id, b.handle.id, c.handle.id].sort());
   });
 

@@ -142,8 +142,8 @@ describe('a structured CLI started before its message', () => {
     let spawned: number | undefined;
     const res = await early!.run({ ...request('/compact now'), onSpawned: (p) => (spawned = p) });
     expect(spawned).toBe(pid);
-    // A leading "/" keeps its space, as with text input: text, never a slash command.
-    expect(res).toMatchObject({ status: 'completed', answer: `pid ${pid}:  /compact now`, sessionId: 'session-1', transcriptPath: transcript });
+    // The message as the engine prepared it, whole (the headless guard is the engine's: message-guards.test.ts).
+    expect(res).toMatchObject({ status: 'completed', answer: `pid ${pid}: /compact now`, sessionId: 'session-1', transcriptPath: transcript });
     expect(started()).toEqual([pid]);
     early!.discard();
   });
@@ -220,7 +220,7 @@ describe("a structured CLI started by cal's entry", () => {
   const config = defaultConfig;
   const request = (message: string, over: Partial<StructuredRunRequest> = {}) => fakeRequest(fake, message, over);
   const launchOf = (req: StructuredRunRequest) => claudeStructured.nextLaunch!(req)!;
-  const record = (req = request('')) => recordNextLaunch(sessionDir, launchOf(req), req.env, req.knownTranscript ?? null);
+  const record = (req = request('')) => recordNextLaunch(sessionDir, 'claude-code', launchOf(req), req.env, req.knownTranscript ?? null);
   const argv = (...args: string[]) => ['node', 'cal', ...args];
   const entry = (...args: string[]) => startEarly(argv(...args), env());
 
@@ -250,11 +250,11 @@ describe("a structured CLI started by cal's entry", () => {
     const file = path.join(sessionDir, 'next-launch.json');
     expect(statSync(file).mode & 0o777).toBe(0o600);
     const written = JSON.parse(readFileSync(file, 'utf8'));
-    expect(written).toEqual({ argv: launchOf(request('')).argv, cwd: dir, set: { ...claudeEnv }, unset: [], transcript });
+    expect(written).toEqual({ provider: 'claude-code', argv: launchOf(request('')).argv, cwd: dir, set: { ...claudeEnv }, unset: [], transcript });
     expect(JSON.stringify(written)).not.toContain(process.env.PATH ?? '');
     // An adapter setting (not passing through) a secret-like variable: no record at all.
     const secret = { ...launchOf(request('')), env: { ...launchOf(request('')).env, SOME_API_TOKEN: 'tok-secret' } };
-    await recordNextLaunch(sessionDir, secret, env(), transcript);
+    await recordNextLaunch(sessionDir, 'claude-code', secret, env(), transcript);
     expect(existsSync(file)).toBe(false);
   });
 

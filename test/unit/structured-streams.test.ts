@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ClaudeStream, printArgv, structuredText } from '../../src/adapters/claude-code/structured.js';
+import { ClaudeStream, printArgv } from '../../src/adapters/claude-code/structured.js';
 import { messageDelivery, PiStream } from '../../src/adapters/pi/structured.js';
 import { repoRoot } from '../support/clis.js';
 
@@ -83,11 +83,6 @@ describe('claude -p --output-format stream-json (2.1.328)', () => {
     expect(s.unknownEvents).toBe(0);
   });
 
-  it('a leading "/" keeps a space (claude -p runs it as a command otherwise); anything else is exact', () => {
-    expect(structuredText('/exit')).toBe(' /exit');
-    expect(structuredText(' /exit')).toBe(' /exit');
-    expect(structuredText('!ls\n\tx  ')).toBe('!ls\n\tx  ');
-  });
 });
 
 describe('pi --mode json (0.73.1)', () => {
@@ -149,6 +144,5 @@ describe('pi --mode json (0.73.1)', () => {
     expect(messageDelivery('  lead\ttab ')).toEqual({ stdin: '', argv: ['  lead\ttab '] });
     const big = ` ${'x'.repeat(200_000)}\n`;
     expect(messageDelivery(big)).toEqual({ stdin: big.trimEnd(), argv: ['\n'] });
-    expect(messageDelivery('/tpl arg')).toEqual({ stdin: '\u200b/tpl arg', argv: [] });
   });
 });

@@ -31,6 +31,8 @@ describe('the first prompt the CLI records after the send is the message, whatev
     const w = fakeWorld({ promptRecordedWithinMs: 700 });
     const old = new Date(Date.now() - 60_000).toISOString();
     w.cli.behaviour = () => [{ t: 'user', text: 'an earlier prompt', key: 'k0', timestamp: old }, { t: 'answer', text: 'old', timestamp: old }, { t: 'end', timestamp: old }];
+    // Off its prompt (a CLI at its empty prompt after a launch is only late: prompt-bound.test.ts).
+    w.tmux.dialog = ['a dialog'];
     const err = (await runProviderTurn(w.request(providerHandle(), 'hello', { timeoutMs: 30_000 })).catch((e: CalError) => e)) as CalError;
     expect(err.kind).toBe('turn_failed');
   });
@@ -39,6 +41,8 @@ describe('the first prompt the CLI records after the send is the message, whatev
     const w = fakeWorld({ promptRecordedWithinMs: 700 });
     // (The fake CLI stamps every record with the time it writes it, unless the record says otherwise.)
     w.cli.behaviour = () => [{ t: 'user', text: '[Image #1]', key: 'k', timestamp: null }, { t: 'answer', text: 'x', timestamp: null }, { t: 'end', timestamp: null }];
+    // Off its prompt (a CLI at its empty prompt after a launch is only late: prompt-bound.test.ts).
+    w.tmux.dialog = ['a dialog'];
     const err = (await runProviderTurn(w.request(providerHandle(), "'/tmp/shot.png'", { timeoutMs: 30_000 })).catch((e: CalError) => e)) as CalError;
     expect(err.kind).toBe('turn_failed');
   });

@@ -79,6 +79,8 @@ describe('supported versions', () => {
       qwen: pinnedCli.qwen.version,
       copilot: pinnedCli.copilot.version,
       opencode: pinnedCli.opencode.version,
+      cline: pinnedCli.cline.version,
+      kilo: pinnedCli.kilo.version,
     };
     // (Cursor and Agy cannot run here: their releases are placed by the user's live certification.)
     for (const adapter of [...(await loadRegisteredAdapters()), geminiAdapter].filter((a) => !a.liveCertificationOnly)) {

@@ -1,5 +1,6 @@
 import { CalError } from '../../errors.js';
 import type { PinnedCli } from '../../handles/schema.js';
+import { runExeca } from '../../util/spawn.js';
 
 /**
  * Agy (Google's Antigravity CLI) changes its flags between releases: 1.0.0 had `-p/--print`,
@@ -21,9 +22,7 @@ export interface AgyFeatures {
 const flag = (name: string) => new RegExp(`(?:^|[\\s,])--?${name}(?![\\w-])`, 'm');
 
 export async function probeAgy(cli: PinnedCli, env: Record<string, string>): Promise<AgyFeatures> {
-  // Loaded here, not at the top: execa's import costs ~200 ms, paid by every cal run otherwise.
-  const { execa } = await import('execa');
-  const res = await execa(cli.realPath, ['--help'], { env, extendEnv: false, reject: false, timeout: 30_000, stdin: 'ignore' });
+  const res = await runExeca(cli.realPath, ['--help'], { env, reject: false, timeout: 30_000 });
   // Go's flag package prints its usage on stderr.
   const help = `${res.stdout}\n${res.stderr}`;
   const missing: string[] = [];

@@ -4,6 +4,7 @@ import { noScriptedModel, structuredOnlyTmuxParts } from '../structured-only.js'
 import type { CliAdapter, SessionConfig } from '../types.js';
 import { probeAgy } from './binary.js';
 import { runAgyTurn, agyToolPolicies } from './turn.js';
+import { TEXT_ONLY_GUARD } from '../message-guard.js';
 
 /**
  * Agy, Google's Antigravity CLI (a closed-source Go binary; research §E, from its release notes,
@@ -41,6 +42,8 @@ export const agyAdapter: CliAdapter = {
     return pinned;
   },
 
+  folderTrust: { kind: 'none', why: 'agy runs in print mode, which has no folder trust' },
+
   async prepare(_env: Record<string, string>, _config: SessionConfig): Promise<void> {
     // No dialog to pre-answer in print mode; --system-prompt and --mcp-config are refused per turn.
   },
@@ -50,6 +53,8 @@ export const agyAdapter: CliAdapter = {
 
   structured: {
     run: (req) => runAgyTurn(req),
+    // Its published headless interface gives a message's first character no meaning (not installable here to measure).
+    messageGuard: TEXT_ONLY_GUARD,
   },
 
   async scriptedModelEnv(): Promise<Record<string, string>> {

@@ -3,11 +3,13 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { CalError } from '../../errors.js';
 import { z } from '../../util/zod.js';
+import { optionKeys } from '../dialog-option.js';
 
 /**
  * Pre-answers Claude Code's startup dialogs (research: claude-code.md §2).
  *
- * In the user's own config cal writes one thing: `projects["<real cwd>"].hasTrustDialogAccepted`.
+ * In the user's own config cal writes one thing, and only under the trust policy's default
+ * (engine/folder-trust.ts): `projects["<real cwd>"].hasTrustDialogAccepted`.
  * In a HOME that cal manages (demo, certify, tests: a folder holding `.cal-managed-home`) it also
  * marks onboarding done, approves the API key in the environment (by its last 20 characters, as
  * the CLI itself does) and skips the bypass-permissions warning (the settings key newer releases
@@ -39,13 +41,42 @@ export function isManagedHome(env: Record<string, string>): boolean {
   return existsSync(path.join(homeOf(env), MANAGED_HOME_MARKER));
 }
 
+/** What preAnswerDialogs answers: folder trust (the trust policy's), the rest of a managed home's dialogs (prepare's). */
+export interface DialogAnswers {
+  trust: boolean;
+  managed: boolean;
+}
+
+/**
+ * Whether Claude Code's interactive TUI trusts `cwd` already: its own entry, or an ancestor's (a
+ * trusted parent covers its children, measured: research claude-code.md §2).
+ */
+export function isFolderTrusted(env: Record<string, string>, cwd: string): boolean {
+  const config = readClaudeJson(claudeJsonPath(env));
+  if (!config) return false;
+  for (let dir = cwd; ; dir = path.dirname(dir)) {
+    if (config.projects?.[dir]?.hasTrustDialogAccepted === true) return true;
+    if (path.dirname(dir) === dir) return false;
+  }
+}
+
+function readClaudeJson(file: string): z.infer<typeof ClaudeJson> | null {
+  try {
+    const parsed = ClaudeJson.safeParse(JSON.parse(readFileSync(file, 'utf8')));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Answers Claude Code's start-up dialogs for `cwd` in its config; whether it had to write anything. */
-export async function preAnswerDialogs(env: Record<string, string>, cwd: string): Promise<boolean> {
+export async function preAnswerDialogs(env: Record<string, string>, cwd: string, which: DialogAnswers): Promise<boolean> {
   const file = claudeJsonPath(env);
+  if (!which.trust && !(which.managed && isManagedHome(env))) return false;
   // Every resumed turn comes here (a structured turn is a launch), and after the first one
   // nothing is left to answer: a read that finds every answer in place writes nothing, so it
   // needs neither the lock nor the write's modules (a CLI writing meanwhile only adds).
-  if (alreadyAnswered(env, cwd, file)) return false;
+  if (alreadyAnswered(env, cwd, file, which)) return false;
   await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
   // A running Claude Code rewrites this file under proper-lockfile's lock `<file>.lock`, re-reading
   // and merging `projects` under it. A write outside that lock can be lost to the CLI's own write
@@ -71,7 +102,7 @@ export async function preAnswerDialogs(env: Record<string, string>, cwd: string)
     throw new CalError('busy', `Claude Code's config lock ${file}.lock stayed held for over 25 s; retry once the other Claude Code session has settled`);
   }
   try {
-    await preAnswerLocked(env, cwd, file, writeFileAtomic);
+    await preAnswerLocked(env, cwd, file, which, writeFileAtomic);
   } finally {
     await release().catch(() => undefined);
   }
@@ -79,33 +110,25 @@ export async function preAnswerDialogs(env: Record<string, string>, cwd: string)
 }
 
 /** Read synchronously: it runs before every resumed launch, and nothing else is waiting meanwhile. */
-function alreadyAnswered(env: Record<string, string>, cwd: string, file: string): boolean {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch {
-    return false;
-  }
-  let parsed;
-  try {
-    parsed = ClaudeJson.safeParse(JSON.parse(text));
-  } catch {
-    return false;
-  }
-  if (!parsed.success) return false;
-  const { changed } = answered(env, cwd, parsed.data);
-  return !changed && (!isManagedHome(env) || existsSync(path.join(claudeConfigDir(env), 'settings.json')));
+function alreadyAnswered(env: Record<string, string>, cwd: string, file: string, which: DialogAnswers): boolean {
+  const current = readClaudeJson(file);
+  if (!current) return false;
+  const { changed } = answered(env, cwd, current, which);
+  return !changed && (!which.managed || !isManagedHome(env) || existsSync(path.join(claudeConfigDir(env), 'settings.json')));
 }
 
 /** ~/.claude.json with every dialog cal pre-answers answered, and whether that changed it. */
-function answered(env: Record<string, string>, cwd: string, current: z.infer<typeof ClaudeJson>): { next: Record<string, unknown>; changed: boolean } {
+function answered(env: Record<string, string>, cwd: string, current: z.infer<typeof ClaudeJson>, which: DialogAnswers): { next: Record<string, unknown>; changed: boolean } {
   const next: Record<string, unknown> = { ...current };
-  const projects = { ...(current.projects ?? {}) };
-  const entry = projects[cwd] ?? {};
-  let changed = entry.hasTrustDialogAccepted !== true;
-  projects[cwd] = { ...entry, hasTrustDialogAccepted: true };
-  next.projects = projects;
-  if (isManagedHome(env)) {
+  let changed = false;
+  if (which.trust) {
+    const projects = { ...(current.projects ?? {}) };
+    const entry = projects[cwd] ?? {};
+    changed = entry.hasTrustDialogAccepted !== true;
+    projects[cwd] = { ...entry, hasTrustDialogAccepted: true };
+    next.projects = projects;
+  }
+  if (which.managed && isManagedHome(env)) {
     // Onboarding, and the auto-mode nudge ("Make auto mode your default permission mode?") that
     // 2.1.328 opens after a first turn in any other mode: each a dialog that would swallow a paste.
     for (const seen of ['hasCompletedOnboarding', 'hasSeenAutoDefaultNudge', 'hasSeenAutoDefaultNotice'] as const) {
@@ -134,7 +157,7 @@ function answered(env: Record<string, string>, cwd: string, current: z.infer<typ
   return { next, changed };
 }
 
-async function preAnswerLocked(env: Record<string, string>, cwd: string, file: string, writeFileAtomic: typeof import('write-file-atomic')): Promise<void> {
+async function preAnswerLocked(env: Record<string, string>, cwd: string, file: string, which: DialogAnswers, writeFileAtomic: typeof import('write-file-atomic')): Promise<void> {
   let current: z.infer<typeof ClaudeJson> = {};
   try {
     const parsed = ClaudeJson.safeParse(JSON.parse(await fs.readFile(file, 'utf8')));
@@ -143,8 +166,8 @@ async function preAnswerLocked(env: Record<string, string>, cwd: string, file: s
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  const { next, changed } = answered(env, cwd, current);
-  if (isManagedHome(env)) {
+  const { next, changed } = answered(env, cwd, current, which);
+  if (which.managed && isManagedHome(env)) {
     const settingsFile = path.join(claudeConfigDir(env), 'settings.json');
     if (!existsSync(settingsFile)) {
       await fs.mkdir(path.dirname(settingsFile), { recursive: true, mode: 0o700 });
@@ -162,25 +185,11 @@ export async function createManagedHome(dir: string): Promise<void> {
   await fs.writeFile(path.join(dir, MANAGED_HOME_MARKER), 'This HOME is managed by cal; it may pre-answer CLI dialogs here.\n', { mode: 0o600 });
 }
 
-/** A screen row without the dialog box's side borders (2.0.x draws `│` on both sides). */
-const rowText = (line: string) => line.replace(/^\s*│/, '').replace(/│\s*$/, '').trim();
-
 /**
  * The keys that accept the folder-trust dialog on this screen (the answer preAnswerDialogs wrote
- * for the folder), or null when the screen shows none. The options are rows of their own, the
- * selected one opening with `❯`: 2.1.328 lists "No, exit" first, selected, then "Yes, I trust
- * this folder"; 2.0.12 lists "1. Yes, proceed" first (both measured). So the keys move from the
- * selected row to the Yes row, then Enter.
+ * for the folder), or null when the screen shows none. 2.1.328 lists "No, exit" first, selected,
+ * then "Yes, I trust this folder"; 2.0.12 lists "1. Yes, proceed" first (both measured).
  */
 export function trustDialogKeys(screen: string): string[] | null {
-  const rows = screen.split('\n').map(rowText);
-  if (!rows.some((row) => /\btrust\b/i.test(row))) return null;
-  const yes = rows.findIndex((row) => /^(?:❯\s*)?(?:\d+\.\s*)?Yes, (?:I trust this folder|proceed)$/.test(row));
-  if (yes < 0) return null;
-  // The selected option is within the few rows of the option list, not the prompt box elsewhere.
-  const near = [-3, -2, -1, 0, 1, 2, 3].map((d) => yes + d).filter((i) => rows[i]?.startsWith('❯') && /^❯\s*(?:\d+\.\s*)?(?:Yes|No)\b/.test(rows[i] ?? ''));
-  const selected = near[0];
-  if (selected === undefined) return null;
-  const moves = yes - selected;
-  return [...Array<string>(Math.abs(moves)).fill(moves > 0 ? 'Down' : 'Up'), 'Enter'];
+  return optionKeys(screen, /\btrust\b/i, /^(?:\d+\.\s*)?Yes, (?:I trust this folder|proceed)$/);
 }

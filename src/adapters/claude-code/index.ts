@@ -4,7 +4,8 @@ import type { PinnedCli } from '../../handles/schema.js';
 import { findExecutable, pinCli } from '../resolve.js';
 import { pinSupported, type SupportedVersions } from '../versions.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, PromptMatch, ScriptedEnvOptions, SessionConfig, TranscriptBinding } from '../types.js';
-import { createManagedHome, preAnswerDialogs, trustDialogKeys } from './home.js';
+import { TEXT, type MessageGuard } from '../message-guard.js';
+import { createManagedHome, isFolderTrusted, preAnswerDialogs, trustDialogKeys } from './home.js';
 import { claudeEnv, launchEnv, sessionFlags, transcriptCandidates, claudeToolPolicies } from './launch.js';
 import { blockedPrompt, classifyRecord, normaliseForMatch, userText } from './records.js';
 import { writeHookSettings } from './signals.js';
@@ -21,6 +22,31 @@ export { projectSlug } from './launch.js';
  * certified.
  */
 export const claudeCodeVersions: SupportedVersions = { floor: '2.0.12', certified: '2.1.332' };
+
+/**
+ * The input box trims leading blanks and strips zero-width, format and default-ignorable
+ * characters (soft hyphen, U+034F, U+180E, …), then runs a leading '/' as a slash command
+ * (measured on 2.1.328: ' /exit' and '\u2060/exit' both ended the session): no guard keeps it
+ * text. A '!' opens bash mode and '#' a memory note only when typed first; a space keeps a
+ * pasted one text (measured: ' !touch x' reached the model as text).
+ */
+const claudeMessageGuard: MessageGuard = {
+  passesOver: 'blanks-and-invisible',
+  leads: {
+    '/': { means: 'a leading "/" runs a slash command (" /exit" ends the session)', readAt: 'visible', action: 'refuse' },
+    '!': { means: 'a first "!" opens bash mode', readAt: 'start', action: 'space' },
+    '#': { means: 'a first "#" writes a memory note', readAt: 'start', action: 'space' },
+    // A file mention: the user's to use, as typed at the prompt.
+    '@': { means: 'a leading "@path" attaches that file', readAt: 'visible', action: 'keep' },
+    '?': TEXT,
+    '&': TEXT,
+    '-': TEXT,
+    '$': TEXT,
+  },
+  // Its submit handler ends the session on these, trimmed and lower-cased (its bundle's list;
+  // measured: `exit` ended the pane, exit 12). It strips invisible characters, so none guards them.
+  commandWords: { words: ['exit', 'quit', ':q', ':q!', ':wq', ':wq!'], means: '"exit", "quit", ":q", ":wq" end the session', action: 'refuse' },
+};
 
 export const claudeCodeAdapter: CliAdapter = {
   name: 'claude-code',
@@ -41,8 +67,17 @@ export const claudeCodeAdapter: CliAdapter = {
     return pinSupported('Claude Code', await pinCli(found, { ...env, ...claudeEnv }), claudeCodeVersions);
   },
 
+  // The TUI asks "Do you trust the files in this folder?" until ~/.claude.json trusts the folder
+  // or an ancestor; `claude -p` never asks (research claude-code.md §2, §"-p").
+  folderTrust: {
+    kind: 'asks',
+    trusted: (env, cwd, transport) => transport === 'structured' || isFolderTrusted(env, cwd),
+    trust: (env, cwd) => preAnswerDialogs(env, cwd, { trust: true, managed: false }),
+    howToTrust: (cwd) => `run \`claude\` in ${cwd} once and answer "Yes, I trust this folder"`,
+  },
+
   async prepare(env: Record<string, string>, config: SessionConfig): Promise<boolean> {
-    return preAnswerDialogs(env, config.cwd);
+    return preAnswerDialogs(env, config.cwd, { trust: false, managed: true });
   },
 
   launch(req: LaunchRequest): LaunchPlan {
@@ -136,20 +171,5 @@ export const claudeCodeAdapter: CliAdapter = {
    * deletes the wrapped row the cursor is on, so it is pressed once a row (docs/drafts.md).
    */
   draft: { read: betweenRules(/^[>❯] /), keys: ['End', 'C-u'] },
-  pasteText(message: string): string {
-    // A leading '!' opens bash mode and '#' a memory note when typed; a space keeps a pasted one
-    // text (measured: ' !touch x' reached the model as text).
-    return /^[!#]/.test(message) ? ` ${message}` : message;
-  },
-
-  refuseMessage(message: string): string | null {
-    // The input box trims leading blanks and strips zero-width characters, then runs a leading
-    // '/' as a slash command (measured on 2.1.328: ' /exit' and '\u2060/exit' both ended the
-    // session). No guard keeps it text, so such a message is refused rather than sent.
-    // Every blank and every invisible character (format and default-ignorable ones: soft
-    // hyphen, U+034F, U+180E, …) is passed over the way the CLI does before it decides.
-    return /^[\s\p{Default_Ignorable_Code_Point}\p{Cf}]*\//u.test(message)
-      ? 'Claude Code runs a message that starts with "/" as a slash command; put text before the "/"'
-      : null;
-  },
+  messageGuard: claudeMessageGuard,
 };

@@ -21,6 +21,8 @@ const UserRecord = z.object({
   /** Absent before a release between 2.1.42 and 2.1.145 (measured absent on 2.1.29). */
   promptId: z.string().optional(),
   uuid: z.string().optional(),
+  /** The record this one follows in the conversation (null for the first). */
+  parentUuid: z.string().nullable().optional(),
   sessionId: z.string().optional(),
   timestamp: z.string().optional(),
   /** The release that wrote the record. */

@@ -5,10 +5,11 @@ import { z } from '../../util/zod.js';
 import { CalError } from '../../errors.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
 import { lastStderrLine, startJsonlProcess, type HeldJsonlProcess, type JsonlLaunch } from '../structured-process.js';
-import { fileStamp, sameLaunch, takeEarlyLaunch } from '../early-launch.js';
-import type { LaunchRequest, StartedStructuredTurn, StructuredRunRequest, StructuredStartRequest, StructuredTransport, StructuredTurnResult, TurnProgress } from '../types.js';
+import { startHeldTurn } from '../held-turn.js';
+import type { LaunchRequest, StructuredRunRequest, StructuredTransport, StructuredTurnResult, TurnProgress } from '../types.js';
 import { launchEnv, sessionFlags, transcriptCandidates } from './launch.js';
 import { classifyRecord, INTERRUPT_PREFIX, TextBlock, toolFromUse, ToolResultBlock, ToolUseBlock, resultText, userText } from './records.js';
+import { ALL_TEXT, type MessageGuard } from '../message-guard.js';
 
 /**
  * Structured transport (research: adapters-gemini-cursor-agy-claude-structured.md §F, measured on
@@ -140,14 +141,9 @@ export class ClaudeStream implements TurnProgress {
   }
 }
 
-/** A message `-p` would run as a slash command keeps a leading space: then it is text (measured). */
-export function structuredText(message: string): string {
-  return message.startsWith('/') ? ` ${message}` : message;
-}
-
 /** The message as the one user line of a stream-json stdin (research §F, "Long-lived process"). */
 export function userLine(message: string): string {
-  return `${JSON.stringify({ type: 'user', message: { role: 'user', content: [{ type: 'text', text: structuredText(message) }] } })}\n`;
+  return `${JSON.stringify({ type: 'user', message: { role: 'user', content: [{ type: 'text', text: message }] } })}\n`;
 }
 
 export function printArgv(req: Omit<LaunchRequest, 'message'>, mode: 'fresh' | 'resume', sessionId: string): string[] {
@@ -168,36 +164,6 @@ async function transcriptOf(req: Omit<StructuredRunRequest, 'timeoutMs'>, id: st
 
 function printLaunch(req: Omit<LaunchRequest, 'message'>, mode: 'fresh' | 'resume', sessionId: string): JsonlLaunch {
   return { argv: printArgv(req, mode, sessionId), env: launchEnv(req.env, req.config), cwd: req.config.cwd };
-}
-
-/**
- * A resumed turn's `claude -p`, started before cal's bookkeeping (StructuredTransport.start).
- * It is used only for the same launch and an unchanged transcript; anything else (another turn
- * ran meanwhile, the handle changed) discards it and launches afresh.
- */
-function startPrintTurn(req: StructuredStartRequest): StartedStructuredTurn | null {
-  if (req.mode !== 'resume' || !req.sessionId) return null;
-  const launch = printLaunch(req, 'resume', req.sessionId);
-  // The same launch, started by cal's entry before its modules loaded, with the transcript's
-  // stamp from just before that start (early-launch.ts).
-  const early = takeEarlyLaunch(launch, req.knownTranscript ?? null);
-  const before = early ? early.stamp : fileStamp(req.knownTranscript);
-  const held = startJsonlProcess(launch, early?.spawned);
-  return {
-    discard: () => held.discard(),
-    run(run) {
-      const same =
-        held.waiting &&
-        run.mode === 'resume' &&
-        run.sessionId === req.sessionId &&
-        run.knownTranscript === req.knownTranscript &&
-        sameLaunch(launch, printLaunch(run, 'resume', req.sessionId as string)) &&
-        fileStamp(run.knownTranscript) === before;
-      if (same) return runPrintTurn(run, held);
-      held.discard();
-      return runPrintTurn(run);
-    },
-  };
 }
 
 async function runPrintTurn(req: StructuredRunRequest, started?: HeldJsonlProcess): Promise<StructuredTurnResult> {
@@ -273,8 +239,20 @@ async function runPrintTurn(req: StructuredRunRequest, started?: HeldJsonlProces
   return { ...base, status: 'failed', answer: null, error };
 }
 
+/**
+ * `claude -p` runs a message whose very first character is '/' as a slash command (2.1.328:
+ * "/compact" compacted); a space in front keeps it text, and so does a '/' behind blanks
+ * (measured: " /help" reached the model).
+ */
+const printGuard: MessageGuard = {
+  passesOver: 'blanks',
+  leads: { ...ALL_TEXT, '/': { means: '`claude -p` runs a leading "/" as a slash command', readAt: 'start', action: 'space' } },
+};
+
 export const claudeStructured: StructuredTransport = {
   run: (req) => runPrintTurn(req),
-  start: startPrintTurn,
+  messageGuard: printGuard,
+  // Claude reads its config, then stdin, then the session: started before cal's bookkeeping.
+  start: (req) => startHeldTurn(req, (r, id) => printLaunch(r, 'resume', id), runPrintTurn),
   nextLaunch: (req) => (req.sessionId ? printLaunch(req, 'resume', req.sessionId) : null),
 };

@@ -63,6 +63,8 @@ export const ANSWER_FLUSH_MS = 5000;
  */
 export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord> {
   private readonly toolIndex = new Map<string, ToolActivity>();
+  /** This turn's user records that carried tool results: text that follows one is the tool's own (a skill's prose). */
+  private readonly toolResultRecords = new Set<string>();
   /** Our message as the CLI stores it. */
   private readonly ourText: string;
   /** Whether the turn key is the CLI's promptId (else our user record's uuid, or none). */
@@ -263,6 +265,7 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
         if (result.success) {
           // A tool result goes back to the model: the answer so far is not the final one.
           this.answerReady = false;
+          if (record.uuid) this.toolResultRecords.add(record.uuid);
           const tool = this.toolIndex.get(result.data.tool_use_id);
           if (tool) {
             tool.output = resultText(result.data);
@@ -290,8 +293,12 @@ export class ClaudeTurnObserver extends TranscriptTurnObserver<KnownClaudeRecord
       return;
     }
     // Records the CLI injects (meta, compaction summaries, a tool's own text such as a skill's
-    // prose after the Skill tool, other origins) are never a new prompt.
-    const human = !record.isMeta && !record.isCompactSummary && record.sourceToolUseID === undefined && (!record.origin || record.origin.kind === 'human');
+    // prose after the Skill tool, other origins) are never a new prompt. A skill's prose is marked
+    // by sourceToolUseID where the release writes it; where it does not, it still follows the
+    // Skill tool's result record directly, which a person's next prompt never does (that follows
+    // the reply to the result, or the interrupt note, which ends the turn above).
+    const followsToolResult = typeof record.parentUuid === 'string' && this.toolResultRecords.has(record.parentUuid);
+    const human = !record.isMeta && !record.isCompactSummary && record.sourceToolUseID === undefined && !followsToolResult && (!record.origin || record.origin.kind === 'human');
     if (!human || (record.uuid && record.uuid === this.ours?.uuid)) return;
     const newer = record.promptId ? record.promptId !== this.turnKey : !this.keyedByPrompt;
     if (!newer) return;

@@ -53,6 +53,36 @@ export function trustOverride(cwd: string): string {
   return `projects=${tomlValue(Object.fromEntries([...dirs].map((d) => [d, { trust_level: 'trusted' }])))}`;
 }
 
+/**
+ * Whether the user's own Codex config trusts `cwd` for the TUI: outside a git repository it never
+ * asks; inside one, a `[projects."<dir>"]` table with `trust_level = "trusted"` for the folder, the
+ * repository's root or a folder between them (trust on the root covers its subfolders: research
+ * codex-cli.md). Read as text, table headers only: an entry written otherwise is not seen, and
+ * the session is then refused rather than trusted by mistake.
+ */
+export function codexTrusts(configToml: string | null, cwd: string): boolean {
+  const physical = safeRealpath(cwd);
+  const root = gitRoot(physical);
+  if (root === null) return true;
+  if (configToml === null) return false;
+  const trusted = new Set<string>();
+  let table: string | null = null;
+  for (const line of configToml.split('\n')) {
+    const header = /^\s*\[\s*projects\s*\.\s*("(?:[^"\\]|\\.)*"|'[^']*')\s*\]\s*(?:#.*)?$/.exec(line);
+    if (header?.[1]) {
+      const quoted = header[1];
+      table = quoted.startsWith("'") ? quoted.slice(1, -1) : (JSON.parse(quoted) as string);
+      continue;
+    }
+    if (/^\s*\[/.test(line)) table = null;
+    else if (table !== null && /^\s*trust_level\s*=\s*["']trusted["']\s*(?:#.*)?$/.test(line)) trusted.add(table);
+  }
+  for (let dir = physical; ; dir = path.dirname(dir)) {
+    if (trusted.has(dir)) return true;
+    if (dir === root || path.dirname(dir) === dir) return false;
+  }
+}
+
 function safeRealpath(dir: string): string {
   try {
     return realpathSync(dir);
@@ -88,7 +118,8 @@ export function commonOverrides(config: SessionConfig): string[] {
   const sets = [
     // No update prompt or check in a pane nobody watches.
     'check_for_update_on_startup=false',
-    trustOverride(config.cwd),
+    // The trust policy (engine/folder-trust.ts): only when the session trusts its folder.
+    ...(config.trustWorkingDir !== false ? [trustOverride(config.cwd)] : []),
   ];
   if (config.systemPrompt) sets.push(`developer_instructions=${tomlString(config.systemPrompt)}`);
   sets.push(...codexPolicyOverrides(config.toolPolicy));

@@ -3,16 +3,19 @@ import { z } from '../../util/zod.js';
 import { CalError } from '../../errors.js';
 import { feedJsonLines } from '../../util/json-lines.js';
 import type { ToolActivity } from '../../handles/tool-activity.js';
-import type { LaunchRequest, StructuredRunRequest, StructuredTurnResult } from '../types.js';
-import { cliMissingIfUnstarted, runJsonlProcess } from '../structured-process.js';
+import type { LaunchRequest, StructuredRunRequest, StructuredStartRequest, StructuredTransport, StructuredTurnResult } from '../types.js';
+import { startHeldTurn } from '../held-turn.js';
+import { cliMissingIfUnstarted, runJsonlProcess, type HeldJsonlProcess, type JsonlFollow, type JsonlLaunch } from '../structured-process.js';
+import { TEXT_ONLY_GUARD } from '../message-guard.js';
 import { commonOverrides } from './config.js';
 import { codexEnv } from './binary.js';
 import { codexHome, findRolloutById, sessionIdFromRolloutName } from './sessions.js';
 
 /**
- * Structured transport: one `codex exec --json` process per turn, `codex exec resume --json <id>`
- * after the first. stdin is closed (exec otherwise waits for EOF and appends stdin to the
- * prompt). The JSONL event stream on stdout gives the thread id, items and the turn's end.
+ * Structured transport: one `codex exec --json` process per turn, `codex exec resume --json <id> -`
+ * after the first, its message on stdin (a first turn's in argv, with stdin empty: exec otherwise
+ * waits for EOF and appends stdin to the prompt). The JSONL event stream on stdout gives the
+ * thread id, items and the turn's end.
  */
 const ExecItem = z.object({ id: z.string().optional(), type: z.string() }).passthrough();
 const ExecEvent = z.discriminatedUnion('type', [
@@ -235,9 +238,18 @@ function isFile(file: string): boolean {
   }
 }
 
+/**
+ * A resume takes its message on stdin (`-`), whatever its size, so its launch does not depend on
+ * the message: it can start before cal's bookkeeping and wait for it (startExecTurn). A first
+ * turn takes it in argv, on stdin only past STDIN_MESSAGE_BYTES.
+ */
+function messageOnStdin(req: Pick<LaunchRequest, 'mode' | 'message'>): boolean {
+  return req.mode === 'resume' || Buffer.byteLength(req.message) > STDIN_MESSAGE_BYTES;
+}
+
 export function execArgv(req: LaunchRequest): string[] {
   const resume = req.mode === 'resume';
-  const viaStdin = Buffer.byteLength(req.message) > STDIN_MESSAGE_BYTES;
+  const viaStdin = messageOnStdin(req);
   if (resume && !req.sessionId) throw new CalError('internal', 'codex exec resume without a session id');
   return [
     req.cli.realPath,
@@ -252,7 +264,19 @@ export function execArgv(req: LaunchRequest): string[] {
   ];
 }
 
-export async function runExecTurn(req: StructuredRunRequest): Promise<StructuredTurnResult> {
+function resumeLaunch(req: StructuredStartRequest, sessionId: string): JsonlLaunch {
+  const argv = execArgv({ ...req, mode: 'resume', sessionId, message: '' });
+  return { argv, env: codexEnv(req.env, req.cli.realPath), cwd: req.config.cwd };
+}
+
+/**
+ * A held message goes into a pipe: one that fits an empty pipe (64 KiB on Linux) is written by
+ * one write(2), so a cal that dies meanwhile never leaves codex a cut message; a larger one goes
+ * through a file written whole before its codex starts, as without a held start.
+ */
+const HELD_MESSAGE_BYTES = 60 * 1024;
+
+export async function runExecTurn(req: StructuredRunRequest, held?: HeldJsonlProcess): Promise<StructuredTurnResult> {
   const argv = execArgv(req);
   const startedAt = new Date(Date.now() - 1000);
   const reader = new ExecStreamReader();
@@ -262,12 +286,13 @@ export async function runExecTurn(req: StructuredRunRequest): Promise<Structured
   // turn.completed or turn.failed while codex still finishes (18-41 ms to its exit, measured on
   // 0.169.0, with nothing more written to the rollout); and a cal killed mid-turn leaves a codex
   // that still finishes the turn in its rollout, for `cal recover`.
-  const run = await runJsonlProcess({
-    argv,
-    env: codexEnv(req.env, req.cli.realPath),
-    cwd: req.config.cwd,
-    // Empty unless the message is too long for argv (`-`): exec appends stdin to its prompt.
-    stdin: Buffer.byteLength(req.message) > STDIN_MESSAGE_BYTES ? req.message : '',
+  // A cancel that came before the send sends nothing.
+  if (held && req.signal?.aborted) {
+    held.discard();
+    throw new CalError('interrupted', 'cancelled by the caller before the message was sent');
+  }
+  if (held?.pid !== undefined) req.onSpawned?.(held.pid);
+  const follow: JsonlFollow = {
     timeoutMs: req.timeoutMs,
     // A cancel interrupts codex as Ctrl-C in its terminal would; the stream then ends the turn.
     ...(req.signal ? { signal: req.signal } : {}),
@@ -277,7 +302,12 @@ export async function runExecTurn(req: StructuredRunRequest): Promise<Structured
       report?.({ observation: stream.threadId ? { phase: 'running', turnKey: null } : { phase: 'waiting' }, tools: stream.tools, partialAnswer: stream.answer ?? '' });
     },
     isEnded: () => stream.ended !== null,
-  }).catch(cliMissingIfUnstarted(argv[0] as string));
+  };
+  // Empty for a first turn's message in argv: exec otherwise waits for EOF and appends stdin to it.
+  const stdin = messageOnStdin(req) ? req.message : '';
+  const run = await (held ? held.send(stdin, follow) : runJsonlProcess({ argv, env: codexEnv(req.env, req.cli.realPath), cwd: req.config.cwd, stdin, ...follow })).catch(
+    cliMissingIfUnstarted(argv[0] as string),
+  );
   if (run.timedOut) {
     throw new CalError('timeout', `codex exec gave no end of turn within ${Math.round(req.timeoutMs / 1000)}s`);
   }
@@ -312,3 +342,18 @@ export async function runExecTurn(req: StructuredRunRequest): Promise<Structured
     `codex exec ended (exit ${run.exitCode}) without turn.completed or turn.failed in its --json stream (${stream.unknownEvents} unrecognised events): the event format may have changed`,
   );
 }
+
+/**
+ * Its resume is started before cal's bookkeeping (held-turn.ts), as Claude Code's: codex spends about 190 ms on its config, auth and
+ * thread before it reads its prompt from stdin (measured on 0.169.0: with stdin written 400 ms
+ * after the spawn, the turn ended 450-550 ms after it, against 660-730 ms when written at once).
+ * A started codex that gets no message reads an empty stdin and exits 1, and one killed unsent
+ * wrote nothing to its rollout (measured: SIGTERM, SIGKILL, empty stdin).
+ */
+export const codexStructured: StructuredTransport = {
+  run: (req) => runExecTurn(req),
+  // `codex exec` gives no first character a meaning (0.169.0: "/status", "/init", "!echo hi" reached the model).
+  messageGuard: TEXT_ONLY_GUARD,
+  start: (req) => startHeldTurn(req, resumeLaunch, runExecTurn, (run) => Buffer.byteLength(run.message) <= HELD_MESSAGE_BYTES),
+  nextLaunch: (req) => (req.sessionId ? resumeLaunch(req, req.sessionId) : null),
+};

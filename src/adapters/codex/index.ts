@@ -1,12 +1,14 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { CalError } from '../../errors.js';
 import type { PinnedCli } from '../../handles/schema.js';
 import { findExecutable, pinCli } from '../resolve.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, PromptMatch, SessionConfig, TranscriptBinding } from '../types.js';
+import { TEXT, type MessageGuard } from '../message-guard.js';
 import { compareVersions, pinSupported, type SupportedVersions } from '../versions.js';
 import { codexEnv, nativeCodexBinary, wrapperEnv } from './binary.js';
-import { commonOverrides, codexToolPolicies } from './config.js';
-import { runExecTurn } from './exec.js';
+import { codexTrusts, commonOverrides, codexToolPolicies } from './config.js';
+import { codexStructured } from './exec.js';
 import { scriptedCodexEnv } from './home.js';
 import { CodexTurnObserver } from './rollout.js';
 import { codexHome, findRolloutsForFirstMessage, pickRollout, scanLaunches } from './sessions.js';
@@ -55,6 +57,35 @@ export function tuiHead(cli: { realPath: string; version: string }): string[] {
   return compareVersions(cli.version, NO_DAEMON_SINCE) >= 0 ? [cli.realPath, '--no-daemon'] : [cli.realPath];
 }
 
+/**
+ * A leading '/' opens a slash command and '!' runs a shell command in the TUI: a space keeps a
+ * first one text. Behind leading blanks Codex still reads them (measured on 0.169.0: a pasted
+ * '\n/*exit' was "Unrecognized command"); a zero-width space, which Codex neither trims nor
+ * skips, keeps them text.
+ */
+const codexMessageGuard: MessageGuard = {
+  passesOver: 'blanks',
+  leads: {
+    '/': { means: 'a leading "/" runs a slash command', readAt: 'visible', action: 'space' },
+    '!': { means: 'a leading "!" runs a shell command', readAt: 'visible', action: 'space' },
+    '@': TEXT,
+    '#': TEXT,
+    '?': TEXT,
+    '&': TEXT,
+    '-': TEXT,
+    '$': TEXT,
+  },
+};
+
+/** The user's Codex config.toml as text, or null when there is none. */
+function readCodexConfig(env: Record<string, string>): string | null {
+  try {
+    return readFileSync(path.join(codexHome(env), 'config.toml'), 'utf8');
+  } catch {
+    return null;
+  }
+}
+
 export const codexAdapter: CliAdapter = {
   name: 'codex',
   executable: 'codex',
@@ -74,6 +105,16 @@ export const codexAdapter: CliAdapter = {
     const found = findExecutable('codex', cliPath, env);
     const native = nativeCodexBinary(found);
     return pinSupported('Codex', await pinCli({ path: found.path, realPath: native }, { ...env, ...wrapperEnv(native) }), codexVersions);
+  },
+
+  // The TUI asks "Trust this folder?" inside a git repository its config does not trust; `codex
+  // exec` never asks (it loads the folder's own config only when trusted). cal's trust is the
+  // `projects` override on the command line (config.ts), so nothing is written.
+  folderTrust: {
+    kind: 'asks',
+    trusted: (env, cwd, transport) => transport === 'structured' || codexTrusts(readCodexConfig(env), cwd),
+    trust: async () => false,
+    howToTrust: (cwd) => `run \`codex\` in ${cwd} once and answer "Trust and continue" (or add [projects."<its git root>"] trust_level = "trusted" to Codex's config.toml)`,
   },
 
   async prepare(env: Record<string, string>, _config: SessionConfig): Promise<void> {
@@ -126,17 +167,9 @@ export const codexAdapter: CliAdapter = {
 
   /** The input is the last row opening with `›`, its placeholder dim; one Ctrl-U empties it (docs/drafts.md). */
   draft: { read: lastMarkedRow(/^› /), keys: ['End', 'C-u'] },
-  pasteText(message: string): string {
-    // A leading '/' opens a slash command and '!' runs a shell command in the TUI: a space keeps it text.
-    if (/^[/!]/.test(message)) return ` ${message}`;
-    // Behind leading blanks Codex still reads them (measured on 0.169.0: a pasted '\n/*exit' was
-    // "Unrecognized command"); a zero-width space, which Codex neither trims nor skips, keeps them text.
-    return /^\s+[/!]/u.test(message) ? `\u200b${message}` : message;
-  },
+  messageGuard: codexMessageGuard,
 
-  structured: {
-    run: (req) => runExecTurn(req),
-  },
+  structured: codexStructured,
 
   scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>): Promise<Record<string, string>> {
     return scriptedCodexEnv(dir, modelUrl, env);

@@ -142,8 +142,12 @@ export async function findRolloutById(home: string, sessionId: string, near: Dat
 export interface LaunchScan {
   /** Launch tags of the live processes that carry one. */
   tags: Set<string>;
-  /** Rollout file (device:inode) → the launch tag of the process holding it open. */
-  holders: Map<string, string>;
+  /**
+   * Rollout file (device:inode) → the launch tags of every process holding it open. Codex opens
+   * a rollout other than its own too (reading sessions of the folder), so one file can show
+   * under two tags for a moment: only the writer's alone proves it.
+   */
+  holders: Map<string, Set<string>>;
 }
 
 export function fileKey(file: string): string | null {
@@ -196,7 +200,10 @@ export async function scanLaunches(tagName: string): Promise<LaunchScan | null> 
       }
       if (!ROLLOUT_NAME.test(path.basename(target))) continue;
       const key = fileKey(target);
-      if (key) scan.holders.set(key, tag);
+      if (!key) continue;
+      const tags = scan.holders.get(key) ?? new Set<string>();
+      tags.add(tag);
+      scan.holders.set(key, tags);
     }
   }
   return scan;
@@ -204,24 +211,28 @@ export async function scanLaunches(tagName: string): Promise<LaunchScan | null> 
 
 /**
  * Picks our rollout among those written for the same first message. When the process cal
- * launched is visible, only the rollout it holds open is ours (a lone candidate may be another
- * launch's that happened to be written first). Otherwise a lone candidate that no other launch
- * holds is ours, and several are an ambiguity the caller must report.
+ * launched is visible, only the rollout it alone holds open is ours (a lone candidate may be
+ * another launch's that happened to be written first, and one our process holds beside another
+ * launch is that launch's, read by ours: issue 50 item 11, two starts bound one rollout). Otherwise a lone candidate
+ * that no other launch holds is ours, and several are an ambiguity the caller must report.
  */
 export function pickRollout(
   candidates: RolloutCandidate[],
   scan: LaunchScan | null,
   tag: string | null,
 ): { pick: RolloutCandidate | null; ambiguous: boolean } {
-  const holder = (c: RolloutCandidate) => {
+  const holders = (c: RolloutCandidate): Set<string> | undefined => {
     const key = fileKey(c.path);
     return key && scan ? scan.holders.get(key) : undefined;
   };
   if (scan && tag && scan.tags.has(tag)) {
-    const mine = candidates.filter((c) => holder(c) === tag);
+    const mine = candidates.filter((c) => {
+      const held = holders(c);
+      return held?.size === 1 && held.has(tag);
+    });
     return { pick: mine.length === 1 ? (mine[0] as RolloutCandidate) : null, ambiguous: false };
   }
-  const unclaimed = candidates.filter((c) => holder(c) === undefined);
+  const unclaimed = candidates.filter((c) => holders(c) === undefined);
   if (unclaimed.length === 1) return { pick: unclaimed[0] as RolloutCandidate, ambiguous: false };
   return { pick: null, ambiguous: unclaimed.length > 1 };
 }

@@ -6,6 +6,7 @@ import writeFileAtomic from 'write-file-atomic';
 import { z } from '../../util/zod.js';
 import { CalError } from '../../errors.js';
 import type { ScriptedEnvOptions } from '../types.js';
+import { optionKeys } from '../dialog-option.js';
 
 /**
  * Where GitHub Copilot CLI keeps its state (measured on 1.0.102, `copilot help environment`):
@@ -60,28 +61,36 @@ function readConfig(file: string): { header: string; config: z.infer<typeof Conf
 }
 
 /**
- * Trusts `cwd` in a Copilot home cal manages (the "Confirm folder trust" dialog is then never
- * shown); resolves false when it was trusted already. A user's own home is never written: there
- * the dialog is the user's to answer.
+ * Trusts `cwd` in Copilot's home (the user's own, or one cal manages) as its "Do you trust the
+ * files in this folder?" dialog does when answered yes: `trustedFolders` in `config.json`, the
+ * rest of the file kept. Resolves false when it was trusted already. Only under the trust
+ * policy's default (engine/folder-trust.ts).
  */
 export async function trustFolder(env: Record<string, string>, cwd: string): Promise<boolean> {
-  if (!isManagedCopilotHome(env)) return false;
   const file = path.join(copilotHome(env), 'config.json');
   const { header, config } = readConfig(file);
   const trusted = config.trustedFolders ?? [];
   if (trusted.includes(cwd)) return false;
+  await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
   const next = { ...config, trustedFolders: [...trusted, cwd] };
   await writeFileAtomic(file, `${header ? `${header}\n` : ''}${JSON.stringify(next, null, 2)}\n`, { mode: 0o600 });
   return true;
 }
 
-/** True when `cwd` is among the folders the user trusted (exactly, as Copilot lists them). */
+/**
+ * True when Copilot's TUI would not ask about `cwd`: `COPILOT_ALLOW_ALL=true` (which it reads as
+ * trust), or `cwd` or a folder above it among the trusted folders (a trusted folder covers its
+ * subfolders: measured on 1.0.102, test/e2e/copilot-trust.test.ts).
+ */
 export function isTrusted(env: Record<string, string>, cwd: string): boolean {
+  if (env.COPILOT_ALLOW_ALL === 'true') return true;
+  let trusted: string[];
   try {
-    return (readConfig(path.join(copilotHome(env), 'config.json')).config.trustedFolders ?? []).includes(cwd);
+    trusted = (readConfig(path.join(copilotHome(env), 'config.json')).config.trustedFolders ?? []).map((d) => path.resolve(d));
   } catch {
     return false;
   }
+  return trusted.some((d) => cwd === d || cwd.startsWith(d.endsWith(path.sep) ? d : `${d}${path.sep}`));
 }
 
 /** The model name the scripted home configures. */
@@ -121,3 +130,15 @@ export async function scriptedCopilotEnv(dir: string, modelUrl: string, env: Rec
   for (const key of ['COPILOT_PROVIDER_BEARER_TOKEN', 'COPILOT_PROVIDER_API_KEY_COMMAND', 'COPILOT_PROVIDER_WIRE_API', 'COPILOT_PROVIDER_MODEL_ID', 'COPILOT_PROVIDER_WIRE_MODEL']) delete out[key];
   return out;
 }
+
+/**
+ * The keys that answer Copilot's "Confirm folder trust" dialog as cal's entry in `trustedFolders`
+ * answered it, for a Copilot that lost the entry to a concurrent rewrite of `config.json`:
+ * "2. Yes, and remember this folder for future sessions" (measured on 1.0.102: "1. Yes" is
+ * selected, Down then Enter picks it, and Copilot then writes the folder to `trustedFolders` and
+ * runs the message it was launched with). Null when the screen shows no such dialog.
+ */
+export function trustDialogKeys(screen: string): string[] | null {
+  return optionKeys(screen, /^Do you trust the files in this folder\?$/, /^(?:\d+\.\s*)?Yes, and remember this folder for future sessions$/);
+}
+

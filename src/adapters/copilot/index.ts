@@ -9,7 +9,9 @@ import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, ScriptedEnvOpt
 import { copilotVersion, nativeCopilotBinary } from './binary.js';
 import { runHeadlessTurn } from './headless.js';
 import { classifyEvent, CopilotTurnObserver, normaliseForMatch } from './events.js';
-import { eventsFile, scriptedCopilotEnv, trustFolder } from './home.js';
+import { eventsFile, isTrusted, scriptedCopilotEnv, trustDialogKeys, trustFolder } from './home.js';
+import { slashCommandGuard } from '../message-guard.js';
+import { copilotMessageGuard } from './message-guard.js';
 import { checkConfig, copilotToolPolicies, sessionEnv, sessionFlags, sessionIdFor } from './launch.js';
 
 /**
@@ -19,9 +21,8 @@ import { checkConfig, copilotToolPolicies, sessionEnv, sessionFlags, sessionIdFo
  * with `--resume=<uuid>`; the first message of every launch goes in `--interactive=<message>`
  * (the TUI submits it once it is ready; the `=` form keeps a leading '-' text). Answer and end
  * come only from Copilot's own event log, `<COPILOT_HOME>/session-state/<id>/events.jsonl`
- * (events.ts). Folder trust is pre-answered only in a Copilot home cal manages (home.ts); in the
- * user's own home the dialog is the user's, and a message it holds back fails at once
- * (`promptRecordedWithinMs`) instead of waiting for the timeout.
+ * (events.ts). Folder trust follows cal's trust policy (`folderTrust`): by default `trustedFolders`
+ * in Copilot's config.json gets the folder (home.ts), in the user's own home as in one cal manages.
  *
  * Structured transport: Copilot's own JSON mode (`--output-format=json`, headless.ts): its stream
  * is the event log's own events, ended by a `result` line, so one reader serves both transports;
@@ -65,9 +66,18 @@ export const copilotAdapter: CliAdapter = {
 
   readVersion: copilotVersion,
 
-  async prepare(env: Record<string, string>, config: SessionConfig): Promise<boolean> {
+  // The TUI asks "Do you trust the files in this folder?" in a folder its config.json does not
+  // list; `copilot -p` never asks (it leaves the folder's own hooks and MCP servers out instead).
+  folderTrust: {
+    kind: 'asks',
+    trusted: (env, cwd, transport) => transport === 'structured' || isTrusted(env, cwd),
+    trust: (env, cwd) => trustFolder(env, cwd),
+    howToTrust: (cwd) => `run \`copilot\` in ${cwd} once and answer yes to "Do you trust the files in this folder?" (it lists the folder in trustedFolders of ~/.copilot/config.json)`,
+  },
+
+  async prepare(_env: Record<string, string>, config: SessionConfig): Promise<boolean> {
     checkConfig(config);
-    return trustFolder(env, config.cwd);
+    return false;
   },
 
   launch(req: LaunchRequest): LaunchPlan {
@@ -96,6 +106,8 @@ export const copilotAdapter: CliAdapter = {
 
   // The TUI records a prompt the moment it takes it, before any model reply (measured: < 50 ms).
   promptRecordedWithinMs: 10_000,
+  // The trust dialog of a Copilot that lost cal's `trustedFolders` entry to a concurrent rewrite.
+  preAnsweredDialogKeys: trustDialogKeys,
 
   // Escape does not interrupt a running turn (the footer says "esc esc interrupt", and two
   // Escapes sent by tmux did nothing, measured); Ctrl-C does, and Copilot records `abort`.
@@ -108,12 +120,14 @@ export const copilotAdapter: CliAdapter = {
    */
   draft: { read: betweenRules(/^❯(?: |$)/), keys: ['End', 'C-u'] },
 
-  pasteText(message: string): string {
-    return message;
-  },
+  messageGuard: copilotMessageGuard,
+
 
   structured: {
     run: (req) => runStructured(req),
+    // `copilot -p` (1.0.102) runs a leading '/' as a slash command ("/compact" compacted and the
+    // turn failed); "\u200b/exit" is text in its pane, so the same guard here.
+    messageGuard: slashCommandGuard('`copilot -p` runs a leading "/" as a slash command ("/compact")'),
   },
 
   scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>, opts?: ScriptedEnvOptions): Promise<Record<string, string>> {

@@ -4,7 +4,7 @@ import { CalError } from '../../errors.js';
 import type { ToolPolicy } from '../../handles/schema.js';
 import { readMcpServers } from '../mcp-config-file.js';
 import type { LaunchRequest, SessionConfig } from '../types.js';
-import { writePlainFileSync } from '../../util/private-file.js';
+import { ensurePlainDirSync, writePlainFileSync } from '../../util/private-file.js';
 import { eventsFile, isManagedCopilotHome } from './home.js';
 
 /**
@@ -93,7 +93,10 @@ export function sessionEnv(req: LaunchRequest): Record<string, string> {
   if (!req.sessionDir) throw new CalError('usage', 'copilot: a system prompt needs the folder cal keeps for the session (none was given)');
   const root = path.join(req.sessionDir, 'copilot-instructions');
   const folder = path.join(root, '.github', 'instructions');
-  mkdirSync(folder, { recursive: true, mode: 0o700 });
+  // Each level made and checked below the session's folder: a link planted at any of them (the
+  // folder is the session's, but a recursive mkdir follows links) is refused, never written through.
+  mkdirSync(req.sessionDir, { recursive: true, mode: 0o700 });
+  ensurePlainDirSync(folder, req.sessionDir);
   writePlainFileSync(path.join(folder, 'cal-system-prompt.instructions.md'), `---\napplyTo: "**"\n---\n${prompt}\n`);
   const own = env.COPILOT_CUSTOM_INSTRUCTIONS_DIRS;
   env.COPILOT_CUSTOM_INSTRUCTIONS_DIRS = own ? `${root},${own}` : root;

@@ -1,6 +1,7 @@
 import { CalError } from '../../errors.js';
 import type { PinnedCli } from '../../handles/schema.js';
 import { stderrTail } from '../ndjson-process.js';
+import { runExeca } from '../../util/spawn.js';
 
 /**
  * What cal needs of the `cursor-agent` in front of it, read from its own `--help` (the flags in
@@ -23,9 +24,7 @@ const REQUIRED: Array<[string, RegExp]> = [
 ];
 
 export async function probeCursor(cli: PinnedCli, env: Record<string, string>): Promise<CursorFeatures> {
-  // Loaded here, not at the top: execa's import costs ~200 ms, paid by every cal run otherwise.
-  const { execa } = await import('execa');
-  const res = await execa(cli.realPath, ['--help'], { env, extendEnv: false, reject: false, timeout: 30_000, stdin: 'ignore' });
+  const res = await runExeca(cli.realPath, ['--help'], { env, reject: false, timeout: 30_000 });
   const help = `${res.stdout}\n${res.stderr}`;
   const missing = REQUIRED.filter(([, re]) => !re.test(help)).map(([name]) => name);
   if (missing.length > 0) {
@@ -47,14 +46,12 @@ const CHAT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
  * (its last line) and needs no network; every turn then runs with `--resume <id>`, so the id is
  * known before anything reaches the model.
  */
-export async function createChat(cli: PinnedCli, env: Record<string, string>, cwd: string): Promise<string> {
-  // Loaded here, not at the top: execa's import costs ~200 ms, paid by every cal run otherwise.
-  const { execa } = await import('execa');
-  const res = await execa(cli.realPath, ['create-chat', '--workspace', cwd, '--trust'], { cwd, env, extendEnv: false, reject: false, timeout: 60_000, stdin: 'ignore' });
+export async function createChat(cli: PinnedCli, env: Record<string, string>, cwd: string, trust: boolean): Promise<string> {
+  const res = await runExeca(cli.realPath, ['create-chat', '--workspace', cwd, ...(trust ? ['--trust'] : [])], { cwd, env, reject: false, timeout: 60_000 });
   const last = res.stdout.split('\n').map((l) => l.trim()).filter(Boolean).at(-1) ?? '';
   if (res.exitCode === 0 && CHAT_ID.test(last)) return last;
   const said = stderrTail(`${res.stderr}\n${res.stdout}`, env);
-  const refusal = refusalOf(said, cwd);
+  const refusal = refusalOf(said, cwd, trust);
   if (refusal) throw refusal;
   if (res.timedOut) throw new CalError('cli_unsupported', `cursor-agent create-chat printed no chat id within 60s: this release may not have create-chat (cursor-agent update)`);
   throw new CalError('cli_unsupported', `cursor-agent create-chat printed no chat id (exit ${res.exitCode}${said ? `: ${said}` : ''}): this release may not have create-chat (cursor-agent update)`);
@@ -65,7 +62,10 @@ export async function createChat(cli: PinnedCli, env: Record<string, string>, cw
  * will not trust (cal always passes --trust, so a release that still asks does not honour it) and
  * no login.
  */
-export function refusalOf(said: string, cwd: string): CalError | null {
+export function refusalOf(said: string, cwd: string, trust = true): CalError | null {
+  if (/Workspace Trust Required/i.test(said) && !trust) {
+    return new CalError('untrusted_folder', `cursor-agent does not trust ${cwd} ("Workspace Trust Required"), and this session is never to trust a folder on your behalf (--no-trust): run \`cursor-agent\` in ${cwd} once and trust the workspace; nothing was sent`);
+  }
   if (/Workspace Trust Required/i.test(said)) {
     return new CalError(
       'cli_unsupported',

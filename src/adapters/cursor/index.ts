@@ -6,6 +6,7 @@ import { noScriptedModel, structuredOnlyTmuxParts } from '../structured-only.js'
 import type { CliAdapter, SessionConfig } from '../types.js';
 import { probeCursor } from './binary.js';
 import { runCursorTurn, cursorToolPolicies } from './turn.js';
+import { TEXT_ONLY_GUARD } from '../message-guard.js';
 
 /**
  * Cursor CLI (`cursor-agent`, also installed as `agent`; research §D, from Cursor's documentation
@@ -44,6 +45,16 @@ export const cursorAdapter: CliAdapter = {
     return pinned;
   },
 
+  // cursor-agent refuses an untrusted folder itself ("Workspace Trust Required", in print mode
+  // too); cal's trust is `--trust` on each run (turn.ts), and its refusal without it is reported
+  // as untrusted_folder (binary.ts): nothing for the engine to check first.
+  folderTrust: {
+    kind: 'asks',
+    trusted: () => true,
+    trust: async () => false,
+    howToTrust: (cwd) => `run \`cursor-agent\` in ${cwd} once and trust the workspace`,
+  },
+
   async prepare(_env: Record<string, string>, config: SessionConfig): Promise<void> {
     if (config.mcpConfigPath && !existsSync(config.mcpConfigPath)) {
       throw new CalError('usage', `the MCP config ${config.mcpConfigPath} does not exist`);
@@ -55,6 +66,8 @@ export const cursorAdapter: CliAdapter = {
 
   structured: {
     run: (req) => runCursorTurn(req),
+    // Its published headless interface gives a message's first character no meaning (not installable here to measure).
+    messageGuard: TEXT_ONLY_GUARD,
   },
 
   async scriptedModelEnv(): Promise<Record<string, string>> {

@@ -34,7 +34,8 @@ export function cursorArgv(realPath: string, config: SessionConfig, chatId: stri
     '-p',
     '--output-format',
     'stream-json',
-    '--trust',
+    // The trust policy (engine/folder-trust.ts): without it, cursor-agent refuses an untrusted folder itself.
+    ...(config.trustWorkingDir !== false ? ['--trust'] : []),
     '--workspace',
     config.cwd,
     '--resume',
@@ -83,7 +84,7 @@ export async function runCursorTurn(req: StructuredRunRequest): Promise<Structur
       );
     }
   } else {
-    chatId = await createChat(req.cli, env, cwd);
+    chatId = await createChat(req.cli, env, cwd, req.config.trustWorkingDir !== false);
   }
 
   const stream = new CursorStream();
@@ -104,7 +105,7 @@ export async function runCursorTurn(req: StructuredRunRequest): Promise<Structur
   const said = stderrTail(`${run.stderr}\n${run.otherLines.join('\n')}`, env);
   const completed = stream.result !== null && !stream.result.is_error && run.exitCode === 0;
   if (!completed) {
-    const refusal = refusalOf(said, cwd);
+    const refusal = refusalOf(said, cwd, req.config.trustWorkingDir !== false);
     if (refusal) throw refusal;
   }
   if (stream.sessionId && stream.sessionId !== chatId) {

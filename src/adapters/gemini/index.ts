@@ -8,11 +8,15 @@ import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
 import { findExecutable, pinCli, readVersion } from '../resolve.js';
 import { pinSupported, type SupportedVersions } from '../versions.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, PromptMatch, SessionConfig, StructuredRunRequest, StructuredTurnResult, TranscriptBinding } from '../types.js';
+import { acpMessageGuard } from '../acp-transport.js';
+import { slashCommandGuard } from '../message-guard.js';
+import { geminiLeads, geminiMessageGuard } from './message-guard.js';
 import { headlessArgv, runHeadlessTurn } from './headless.js';
 import { SESSION_HEADER, checkRetentionOff, geminiDir, isManagedGeminiHome, scriptedGeminiEnv } from './home.js';
 import { geminiMcpServers, prepareManagedHome, readUserSettings } from './managed-home.js';
 import { GeminiTurnObserver, classifyRecord, contentText, normaliseForMatch } from './transcript.js';
 import { lastMarkedRow } from '../input-box.js';
+import { trustedByFile } from '../trusted-folders-file.js';
 
 /**
  * Google Gemini CLI (measured on 0.61.0; research: gemini-pi-cli.md G1–G5 and
@@ -55,6 +59,30 @@ const geminiEnv = {
   GEMINI_CLI_TRUST_WORKSPACE: 'true',
   GEMINI_CLI_NO_RELAUNCH: 'true',
 } as const;
+
+/**
+ * The trust policy's part of a launch's environment (engine/folder-trust.ts): trusted, the
+ * variable; not, the user's own `trustedFolders.json` (the managed home has none of its own, so
+ * Gemini would otherwise find every folder untrusted), and the variable only if the user set it.
+ */
+function trustEnv(req: LaunchRequest, env: Record<string, string>): void {
+  if (req.config.trustWorkingDir !== false) return;
+  if (req.env.GEMINI_CLI_TRUST_WORKSPACE === undefined) delete env.GEMINI_CLI_TRUST_WORKSPACE;
+  else env.GEMINI_CLI_TRUST_WORKSPACE = req.env.GEMINI_CLI_TRUST_WORKSPACE;
+  env.GEMINI_CLI_TRUSTED_FOLDERS_PATH = userTrustedFolders(req.env);
+}
+
+function userTrustedFolders(env: Record<string, string>): string {
+  return env.GEMINI_CLI_TRUSTED_FOLDERS_PATH || path.join(geminiDir(env), 'trustedFolders.json');
+}
+
+/** Whether Gemini, given nothing by cal, trusts `cwd`: the user's variable, trust switched off, or the user's trustedFolders.json. */
+function geminiTrusts(env: Record<string, string>, cwd: string): boolean {
+  if (env.GEMINI_CLI_TRUST_WORKSPACE === 'true') return true;
+  const folderTrust = readUserSettings(env).security as { folderTrust?: { enabled?: unknown } } | undefined;
+  if (folderTrust?.folderTrust?.enabled === false) return true;
+  return trustedByFile(userTrustedFolders(env), cwd);
+}
 
 /**
  * The floor is the first release with `--session-id` (0.41.0; 0.40.0's `--help` has none, and
@@ -169,6 +197,7 @@ function sharedFlags(config: SessionConfig): string[] {
 function launchEnv(req: LaunchRequest, sessionId: string): { env: Record<string, string>; home: string } {
   const managed = prepareManagedHome(req.env, req.config, needSessionDir(req));
   const env: Record<string, string> = { ...managed.env, ...geminiEnv };
+  trustEnv(req, env);
   if (isManagedGeminiHome(req.env)) {
     // Only against cal's scripted model: Gemini sends no session id of its own with API-key
     // auth, so each request names its session in a header the model's log keys requests by.
@@ -219,6 +248,16 @@ export const geminiAdapter: CliAdapter = {
 
   readVersion: readGeminiVersion,
 
+  // Folder trust is on by default: the TUI asks "Do you trust the files in this folder?", and
+  // headless `-p` in an untrusted folder exits 55 (research gemini-pi-cli.md). cal's trust is
+  // GEMINI_CLI_TRUST_WORKSPACE on the launch (trustEnv), which writes nothing.
+  folderTrust: {
+    kind: 'asks',
+    trusted: (env, cwd) => geminiTrusts(env, cwd),
+    trust: async () => false,
+    howToTrust: (cwd) => `run \`gemini\` in ${cwd} once and answer "Trust folder" (it writes ~/.gemini/trustedFolders.json)`,
+  },
+
   async prepare(env: Record<string, string>, config: SessionConfig): Promise<void> {
     if (!(config.toolPolicy in APPROVAL_MODES)) {
       throw new CalError('usage', `gemini: tool policy ${config.toolPolicy} has no Gemini approval mode (known: ${Object.keys(APPROVAL_MODES).join(', ')})`);
@@ -266,22 +305,23 @@ export const geminiAdapter: CliAdapter = {
    * cursor; one Ctrl-U empties it (docs/drafts.md).
    */
   draft: { read: lastMarkedRow(/^ ?[>*] /, { fg: ['38;5;248'], text: /^Type your message or @path\/to\/file$/ }), keys: ['End', 'C-u'] },
-  pasteText(message: string): string {
-    // A leading '!' (shell mode) is a key press on an empty prompt: after a space it is text
-    // (measured on 0.61.0, pasted and through -i alike).
-    return /^!/.test(message) ? ` ${message}` : message;
-  },
-
-  refuseMessage(message: string): string | null {
-    // Gemini trims the input, then runs a leading '/' (but not '//' or '/*') as a slash command
-    // (measured on 0.61.0: ' /about' ran /about). A space does not keep it text, and cal does
-    // not slip an invisible character into the user's words, so such a message is refused.
-    // It drops invisible format characters first (measured: '\u200b/about' ran /about too).
-    return /^[\s\p{Default_Ignorable_Code_Point}\p{Cf}]*\/(?![/*])/u.test(message) ? 'Gemini CLI runs a message that starts with "/" as a slash command; put text before the "/"' : null;
-  },
+  messageGuard: geminiMessageGuard,
 
   structured: {
     run: (req) => runStructured(req),
+    // `gemini -p` (0.61.0) runs a trimmed message starting with '/' as a slash command ("/init"
+    // sent its own prompt, "/model" no request at all); `@path` includes the file, the user's to use.
+    messageGuard: slashCommandGuard('`gemini -p` runs a leading "/" as a slash command (/init, /model)', { '@': geminiLeads['@'] }),
+  },
+
+  // `gemini --acp` (0.61.0; `--experimental-acp` is its deprecated name), in the same managed home.
+  // Its session/load quirk is the shared client's to handle (acp/gemini-load.ts), for --provider acp too.
+  acp: {
+    command(req) {
+      const { env } = launchEnv(req, req.sessionId ?? randomUUID());
+      return { argv: [req.cli.realPath, '--acp', ...sharedFlags(req.config)], env };
+    },
+    messageGuard: acpMessageGuard,
   },
 
   scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>): Promise<Record<string, string>> {

@@ -104,11 +104,45 @@ export const CANCELLED = 'Request cancelled.';
  */
 export const STOPPED = 'Agent execution stopped';
 
-/** The reason a tool call stopped the agent, or null when it did not (see STOPPED). */
+/**
+ * The reason a tool call stopped the agent, or null when it did not (see STOPPED): in its display
+ * text, or, where a release records no display text (or an object), in the error it sent back.
+ */
 function stopOf(call: z.infer<typeof ToolCall>): string | null {
   if (call.status !== 'error') return null;
-  const display = typeof call.resultDisplay === 'string' ? call.resultDisplay : '';
-  return display.startsWith(STOPPED) ? display : null;
+  for (const text of [call.resultDisplay, responseError(call)]) {
+    if (typeof text === 'string' && text.trim().startsWith(STOPPED)) return text.trim();
+  }
+  return null;
+}
+
+/** The `error` of the function response a tool call sent back to the model, if any. */
+function responseError(call: z.infer<typeof ToolCall>): string | undefined {
+  if (!Array.isArray(call.result)) return undefined;
+  for (const part of call.result) {
+    const error = (part as { functionResponse?: { response?: { error?: unknown } } } | null)?.functionResponse?.response?.error;
+    if (typeof error === 'string') return error;
+  }
+  return undefined;
+}
+
+/**
+ * Gemini CLI's tool for its own topic notes, which its cancel rule leaves out (0.61.0's
+ * useGeminiStream: a reply whose other tool calls were all cancelled is cancelled too).
+ */
+const TOPIC_TOOLS = new Set(['update_topic', 'Update Topic Context']);
+
+/**
+ * Whether every tool call of a reply was cancelled (the user denied it, or Escape during it):
+ * Gemini CLI then sends the model nothing more and the turn is over (0.61.0: `allToolsCancelled`
+ * in useGeminiStream, which also notes "Request cancelled." unless an Escape already did; a
+ * headless run ends on the cancellation). Tool calls are recorded only once completed, so the
+ * status is final.
+ */
+function allCancelled(calls: readonly z.infer<typeof ToolCall>[]): boolean {
+  const own = calls.filter((c) => !TOPIC_TOOLS.has(c.name));
+  const considered = own.length > 0 ? own : calls;
+  return considered.length > 0 && considered.every((c) => c.status === 'cancelled');
 }
 
 const SHELL_TOOLS = new Set(['run_shell_command', 'shell']);
@@ -182,7 +216,9 @@ export function toolFromCall(call: z.infer<typeof ToolCall>): ToolActivity {
  * - failed: an `error` record (an API error the CLI gave up on, e.g. HTTP 400), or a tool call
  *   that stopped the agent (a hook's `"continue": false`: the CLI asks the model nothing more,
  *   see STOPPED), or the TUI's note of such a stop;
- * - interrupted: the `info` record "Request cancelled." (Escape), or a `$rewindTo` of our message;
+ * - interrupted: the `info` record "Request cancelled." (Escape), a reply whose tool calls were
+ *   all cancelled (a denied or interrupted tool: the CLI asks the model nothing more), or a
+ *   `$rewindTo` of our message;
  * - lost: a newer human `user` record, or a new header (the CLI was relaunched) before any end.
  */
 export class GeminiTurnObserver extends TranscriptTurnObserver<KnownGeminiRecord> {
@@ -255,6 +291,10 @@ export class GeminiTurnObserver extends TranscriptTurnObserver<KnownGeminiRecord
     const stop = (record.toolCalls ?? []).map(stopOf).find((reason) => reason !== null);
     if (stop) {
       this.end('failed', null, stop);
+      return;
+    }
+    if (allCancelled(record.toolCalls ?? [])) {
+      this.end('interrupted', this.lastAnswer, 'the turn was interrupted: its tool calls were cancelled');
       return;
     }
     const text = contentText(record.content as string | Array<Record<string, unknown>>) ?? '';

@@ -10,22 +10,28 @@ import { plainText, typedText, type PaneScreen } from '../../tmux/screen.js';
  */
 const SIDE = /^ {2}┃/;
 const BOTTOM = /^ {2}╹▀/;
-// eslint-disable-next-line no-control-regex
-const BOX_BG = /\x1b\[(?:[0-9;]*;)?48;5;234[;m]/;
-const PLACEHOLDER_FG = ['38;5;8'];
 
-function onBoxBackground(line: string): boolean {
-  return BOX_BG.test(line);
+/**
+ * The reader of a box drawn on background `boxBackground` (a 256-colour index), its placeholder
+ * in `placeholderFg`: OpenCode 1.18.33's box is 234 (its history's prompts 233), its placeholder
+ * grey 8; Kilo Code CLI 7.7.7 draws the same box one step lighter, 235 (its history's 234;
+ * fixtures/screens/kilo-7.7.7-input-box.json), and its placeholder (`Ask anything... "Fix broken
+ * tests"`) in grey 247, typed text in 15.
+ */
+export function inputBoxReader(boxBackground: number, placeholderFg: readonly string[] = ['38;5;8']): (screen: PaneScreen) => string | null {
+  // eslint-disable-next-line no-control-regex
+  const onBox = new RegExp(`\\x1b\\[(?:[0-9;]*;)?48;5;${boxBackground}[;m]`);
+  return (screen) => {
+    let bottom = screen.lines.length - 1;
+    while (bottom >= 0 && !BOTTOM.test(plainText(screen.lines[bottom] as string))) bottom--;
+    if (bottom < 0) return null;
+    let top = bottom;
+    while (top > 0 && SIDE.test(plainText(screen.lines[top - 1] as string)) && onBox.test(screen.lines[top - 1] as string)) top--;
+    // A blank row, at least one text row, a blank row and the agent row.
+    if (bottom - top < 4) return null;
+    const row = screen.lines[top + 1] as string;
+    return typedText(row, placeholderFg).replace(SIDE, '').trim();
+  };
 }
 
-export function readOpencodeInputBox(screen: PaneScreen): string | null {
-  let bottom = screen.lines.length - 1;
-  while (bottom >= 0 && !BOTTOM.test(plainText(screen.lines[bottom] as string))) bottom--;
-  if (bottom < 0) return null;
-  let top = bottom;
-  while (top > 0 && SIDE.test(plainText(screen.lines[top - 1] as string)) && onBoxBackground(screen.lines[top - 1] as string)) top--;
-  // A blank row, at least one text row, a blank row and the agent row.
-  if (bottom - top < 4) return null;
-  const row = screen.lines[top + 1] as string;
-  return typedText(row, PLACEHOLDER_FG).replace(SIDE, '').trim();
-}
+export const readOpencodeInputBox = inputBoxReader(234);

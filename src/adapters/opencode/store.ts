@@ -1,13 +1,17 @@
-import { promises as fs } from 'node:fs';
+import { constants as fsConstants, promises as fs } from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from '../../util/zod.js';
 import { CalError } from '../../errors.js';
-import { opencodeDataDir } from './home.js';
-import { bunQuery } from './bun-sqlite.js';
+import { dataDir } from './home.js';
+import { envName, mirrorKind, type OpencodeFlavour } from './flavour.js';
+import { bunQuery, CLI_HELPER_TIMEOUT_MS } from './bun-sqlite.js';
 import { opencodeLogFile, readLog, retriesIn, RetryRow } from './log.js';
 import { mcpToolOf } from './tool-names.js';
+import { timingMark } from '../../util/timing.js';
+import { runExeca } from '../../util/spawn.js';
+import type { PinnedCli } from '../../handles/schema.js';
 
 /**
  * OpenCode's session store (1.18.33): the SQLite database `opencode.db`, tables `session`,
@@ -21,6 +25,17 @@ import { mcpToolOf } from './tool-names.js';
  * session: `<opencode data dir>/cal-transcripts/<session id>.jsonl`. Its first line names the
  * session and how to reach the store; every later line is one row (a message or a part) as the
  * store held it, appended again whenever the row changed (the observer takes the latest).
+ *
+ * The mirror sits in OpenCode's data folder, where the agent and anything else running as the
+ * user can write, so its header is not trusted to say what to run: the store is read only through
+ * the CLI the handle pinned (cal's state directory), a header naming another executable or any
+ * variable outside the store's own (STORE_ENV) is refused, and the file is opened without
+ * following a link and without blocking (a FIFO in its place is refused, not waited on).
+ *
+ * Kilo Code CLI keeps this store as it is (7.7.7, measured: the same tables and rows, ids of the
+ * same form) under its own names (`kilo.db`, `KILO_DB`, `kilo db`, `kilo import`): every function
+ * here takes the flavour (flavour.ts), and a mirror says whose it is (`opencode-mirror`,
+ * `kilo-mirror`), so one CLI's adapter never reads a mirror as the other's.
  */
 const SESSION_ID = /^ses_[A-Za-z0-9]+$/;
 
@@ -28,9 +43,26 @@ export function isSessionId(id: string): boolean {
   return SESSION_ID.test(id);
 }
 
-export const MirrorHeader = z.object({
-  kind: z.literal('opencode-mirror'),
+/** The environment `<command> db` needs to find the same database (never a key). */
+function storeEnvNames(flavour: OpencodeFlavour): string[] {
+  return [
+    'HOME',
+    'PATH',
+    'XDG_DATA_HOME',
+    'XDG_CONFIG_HOME',
+    'XDG_STATE_HOME',
+    'XDG_CACHE_HOME',
+    envName(flavour, 'DB'),
+    envName(flavour, 'DISABLE_CHANNEL_DB'),
+    envName(flavour, 'CONFIG'),
+    ...Object.keys(flavour.quietEnv),
+  ];
+}
+
+const MirrorHeaderFields = z.object({
+  kind: z.enum(['opencode-mirror', 'kilo-mirror']),
   sessionId: z.string().regex(SESSION_ID),
+  /** The CLI that reads the store: must be the handle's pinned CLI (checked, never run as given). */
   executable: z.string(),
   env: z.record(z.string(), z.string()),
   /**
@@ -40,7 +72,16 @@ export const MirrorHeader = z.object({
    */
   mcpServers: z.array(z.string()).default([]),
 });
-export type MirrorHeader = z.input<typeof MirrorHeader>;
+export type MirrorHeader = z.input<typeof MirrorHeaderFields>;
+
+/** A mirror header of this flavour, naming no variable outside its store's own. */
+function mirrorHeaderOf(flavour: OpencodeFlavour) {
+  const names = storeEnvNames(flavour);
+  return MirrorHeaderFields.refine((h) => h.kind === mirrorKind(flavour), { message: `is not a ${flavour.label} mirror` }).refine(
+    (h) => Object.keys(h.env).every((name) => names.includes(name)),
+    { message: "names a variable outside the store's own" },
+  );
+}
 
 export const StoreRow = z.object({
   kind: z.enum(['message', 'part']),
@@ -57,24 +98,10 @@ export const StoreRow = z.object({
 });
 export type StoreRow = z.infer<typeof StoreRow>;
 
-/** The environment `opencode db` needs to find the same database (never a key). */
-const STORE_ENV = [
-  'HOME',
-  'PATH',
-  'XDG_DATA_HOME',
-  'XDG_CONFIG_HOME',
-  'XDG_STATE_HOME',
-  'XDG_CACHE_HOME',
-  'OPENCODE_DB',
-  'OPENCODE_DISABLE_CHANNEL_DB',
-  'OPENCODE_CONFIG',
-  'OPENCODE_DISABLE_AUTOUPDATE',
-  'OPENCODE_DISABLE_MODELS_FETCH',
-];
 
-export function storeEnv(env: Record<string, string>): Record<string, string> {
+export function storeEnv(flavour: OpencodeFlavour, env: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const name of STORE_ENV) if (env[name] !== undefined) out[name] = env[name] as string;
+  for (const name of storeEnvNames(flavour)) if (env[name] !== undefined) out[name] = env[name] as string;
   return out;
 }
 
@@ -84,34 +111,36 @@ export function storeEnv(env: Record<string, string>): Record<string, string> {
  */
 const QUERY_ATTEMPTS = 4;
 
-async function query(executable: string, env: Record<string, string>, sql: string): Promise<unknown[]> {
+async function query(flavour: OpencodeFlavour, executable: string, env: Record<string, string>, sql: string): Promise<unknown[]> {
+  // Each read starts the binary (its Bun): the bench counts them per turn (bench/clis.mjs).
+  timingMark('store-read');
   const fast = await bunQuery(executable, env, sql);
   if (fast) return fast;
-  const { execa } = await import('execa');
-  let run = await execa(executable, ['db', sql, '--format', 'json'], { env, extendEnv: false, reject: false, stdin: 'ignore', timeout: 30_000 });
-  for (let attempt = 1; run.exitCode !== 0 && attempt < QUERY_ATTEMPTS; attempt++) {
+  let run = await runExeca(executable, ['db', sql, '--format', 'json'], { env, reject: false, timeout: CLI_HELPER_TIMEOUT_MS });
+  // Only a run that failed is tried again (the race above), never one that ran out of time.
+  for (let attempt = 1; run.exitCode !== 0 && !run.timedOut && attempt < QUERY_ATTEMPTS; attempt++) {
     await new Promise((resolve) => setTimeout(resolve, 300 * attempt));
-    run = await execa(executable, ['db', sql, '--format', 'json'], { env, extendEnv: false, reject: false, stdin: 'ignore', timeout: 30_000 });
+    run = await runExeca(executable, ['db', sql, '--format', 'json'], { env, reject: false, timeout: CLI_HELPER_TIMEOUT_MS });
   }
-  if (run.exitCode !== 0) throw new CalError('turn_failed', `opencode db failed (exit ${run.exitCode ?? run.signal}): ${String(run.stderr).slice(-300)}`);
+  if (run.exitCode !== 0) throw new CalError('turn_failed', `${flavour.command} db failed (exit ${run.exitCode ?? run.signal}): ${String(run.stderr).slice(-300)}`);
   const text = String(run.stdout).trim();
   if (!text) return [];
   try {
     const rows: unknown = JSON.parse(text);
     return Array.isArray(rows) ? rows : [];
   } catch {
-    throw new CalError('cli_unsupported', `opencode db printed no JSON array: ${text.slice(0, 200)}`);
+    throw new CalError('cli_unsupported', `${flavour.command} db printed no JSON array: ${text.slice(0, 200)}`);
   }
 }
 
 /** Every message and part row of a session, in creation order. */
-export async function sessionRows(executable: string, env: Record<string, string>, sessionId: string): Promise<StoreRow[]> {
-  if (!SESSION_ID.test(sessionId)) throw new CalError('internal', `not an OpenCode session id: ${sessionId}`);
+export async function sessionRows(flavour: OpencodeFlavour, executable: string, env: Record<string, string>, sessionId: string): Promise<StoreRow[]> {
+  if (!SESSION_ID.test(sessionId)) throw new CalError('internal', `not an ${flavour.label} session id: ${sessionId}`);
   const sql =
     `select 'message' as kind, id, id as messageId, time_created as created, time_updated as updated, data from message where session_id = '${sessionId}' ` +
     `union all select 'part' as kind, id, message_id as messageId, time_created as created, time_updated as updated, data from part where session_id = '${sessionId}' ` +
     'order by created, id';
-  return (await query(executable, env, sql)).flatMap((r) => {
+  return (await query(flavour, executable, env, sql)).flatMap((r) => {
     const row = StoreRow.safeParse(r);
     return row.success ? [row.data] : [];
   });
@@ -149,24 +178,23 @@ export function sessionIdFor(pendingId: string): string {
  * project and directory from where it runs. So two sessions started at once in one folder each
  * know their own id before anything is sent.
  */
-export async function createSession(cli: { realPath: string; version: string }, env: Record<string, string>, cwd: string, sessionId: string, now = Date.now()): Promise<void> {
-  if (!SESSION_ID.test(sessionId)) throw new CalError('internal', `not an OpenCode session id: ${sessionId}`);
-  const { execa } = await import('execa');
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'cal-opencode-'));
+export async function createSession(flavour: OpencodeFlavour, cli: { realPath: string; version: string }, env: Record<string, string>, cwd: string, sessionId: string, now = Date.now()): Promise<void> {
+  if (!SESSION_ID.test(sessionId)) throw new CalError('internal', `not an ${flavour.label} session id: ${sessionId}`);
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), `cal-${flavour.command}-`));
   const file = path.join(dir, 'session.json');
   try {
     const info = { id: sessionId, slug: `cal-${sessionId.slice(-6).toLowerCase()}`, projectID: 'global', directory: cwd, title: `New session - ${new Date(now).toISOString()}`, version: cli.version, time: { created: now, updated: now } };
     await fs.writeFile(file, JSON.stringify({ info, messages: [] }), { mode: 0o600 });
-    const importIt = () => execa(cli.realPath, ['import', file], { env, extendEnv: false, cwd, reject: false, stdin: 'ignore', timeout: 30_000 });
+    const importIt = () => runExeca(cli.realPath, ['import', file], { env, cwd, reject: false, timeout: CLI_HELPER_TIMEOUT_MS });
     // Two OpenCode processes on a store that does not exist yet race to create its tables
     // (measured: "table … already exists"), as for `query`: tried again.
     let run = await importIt();
-    for (let attempt = 1; run.exitCode !== 0 && attempt < QUERY_ATTEMPTS; attempt++) {
+    for (let attempt = 1; run.exitCode !== 0 && !run.timedOut && attempt < QUERY_ATTEMPTS; attempt++) {
       await new Promise((resolve) => setTimeout(resolve, 300 * attempt));
       run = await importIt();
     }
     if (run.exitCode !== 0 || !String(run.stdout).includes(sessionId)) {
-      throw new CalError('turn_failed', `opencode import could not make session ${sessionId} (exit ${run.exitCode ?? run.signal}): ${String(run.stderr || run.stdout).slice(-300)}`);
+      throw new CalError('turn_failed', `${flavour.command} import could not make session ${sessionId} (exit ${run.exitCode ?? run.signal}): ${String(run.stderr || run.stdout).slice(-300)}`);
     }
   } finally {
     await fs.rm(dir, { recursive: true, force: true });
@@ -174,13 +202,13 @@ export async function createSession(cli: { realPath: string; version: string }, 
 }
 
 /** Whether a session exists in the store. */
-export async function sessionExists(executable: string, env: Record<string, string>, sessionId: string): Promise<boolean> {
+export async function sessionExists(flavour: OpencodeFlavour, executable: string, env: Record<string, string>, sessionId: string): Promise<boolean> {
   if (!SESSION_ID.test(sessionId)) return false;
-  return (await query(executable, env, `select id from session where id = '${sessionId}'`)).length > 0;
+  return (await query(flavour, executable, env, `select id from session where id = '${sessionId}'`)).length > 0;
 }
 
-export function mirrorPath(env: Record<string, string>, sessionId: string): string {
-  return path.join(opencodeDataDir(env), 'cal-transcripts', `${sessionId}.jsonl`);
+export function mirrorPath(flavour: OpencodeFlavour, env: Record<string, string>, sessionId: string): string {
+  return path.join(dataDir(flavour, env), 'cal-transcripts', `${sessionId}.jsonl`);
 }
 
 const rowKey = (r: StoreRow) => `${r.kind}:${r.id}:${r.updated}:${r.data.length}`;
@@ -211,17 +239,42 @@ interface SyncState {
 }
 const syncs = new Map<string, SyncState>();
 
-function databaseOf(env: Record<string, string>): string {
-  if (env.OPENCODE_DB && path.isAbsolute(env.OPENCODE_DB)) return env.OPENCODE_DB;
-  return path.join(opencodeDataDir(env), env.OPENCODE_DB || 'opencode.db');
+function databaseOf(flavour: OpencodeFlavour, env: Record<string, string>): string {
+  const named = env[envName(flavour, 'DB')];
+  if (named && path.isAbsolute(named)) return named;
+  return path.join(dataDir(flavour, env), named || flavour.database);
 }
 
-async function walStamp(file: string): Promise<string | null> {
+/**
+ * The mirror's text, or null when there is none. Opened without following a link and without
+ * blocking, and refused unless it is a regular file: a FIFO put in its place would otherwise hold
+ * every read of the turn (and cal) for good.
+ */
+async function readMirror(flavour: OpencodeFlavour, file: string): Promise<string | null> {
+  let handle: fs.FileHandle;
   try {
-    const text = await fs.readFile(file, 'utf8');
-    const header = MirrorHeader.safeParse(JSON.parse(text.slice(0, text.indexOf('\n'))));
+    handle = await fs.open(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | fsConstants.O_NOFOLLOW);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return null;
+    throw new CalError('resume_unavailable', `${file} cannot be read as cal's mirror of an ${flavour.label} session (${code === 'ELOOP' ? 'it is a symbolic link' : (code ?? String(err))})`);
+  }
+  try {
+    const st = await handle.stat();
+    if (!st.isFile()) throw new CalError('resume_unavailable', `${file} is not a regular file (${st.isFIFO() ? 'a FIFO' : 'something else'}), so not cal's mirror of an ${flavour.label} session`);
+    return await handle.readFile('utf8');
+  } finally {
+    await handle.close();
+  }
+}
+
+async function walStamp(flavour: OpencodeFlavour, file: string): Promise<string | null> {
+  try {
+    const text = await readMirror(flavour, file);
+    if (text === null) return null;
+    const header = mirrorHeaderOf(flavour).safeParse(JSON.parse(text.slice(0, text.indexOf('\n'))));
     if (!header.success) return null;
-    const st = await fs.stat(`${databaseOf(header.data.env)}-wal`);
+    const st = await fs.stat(`${databaseOf(flavour, header.data.env)}-wal`);
     return `${st.size}:${st.mtimeMs}`;
   } catch {
     return null;
@@ -247,14 +300,14 @@ export function withMcpTool(row: StoreRow, servers: readonly string[]): StoreRow
  * session's failed model attempts OpenCode logged since the last sync (log.ts), which it records
  * nowhere in its store.
  */
-export async function syncMirror(file: string, header?: MirrorHeader): Promise<void> {
+export async function syncMirror(flavour: OpencodeFlavour, file: string, cli: PinnedCli, header?: MirrorHeader): Promise<void> {
   const state = syncs.get(file) ?? { running: null, doneAt: 0, queriedAt: 0, walStamp: null, logOffset: null };
   syncs.set(file, state);
   if (state.running) return state.running;
   if (!header && Date.now() - state.doneAt < MIN_SYNC_GAP_MS) return;
-  const stamp = header ? null : await walStamp(file);
+  const stamp = header ? null : await walStamp(flavour, file);
   const queryStore = header !== undefined || stamp === null || stamp !== state.walStamp || Date.now() - state.queriedAt >= MAX_SKIP_MS;
-  state.running = syncMirrorNow(file, header, state, queryStore).finally(() => {
+  state.running = syncMirrorNow(flavour, file, cli, header, state, queryStore).finally(() => {
     state.running = null;
     state.doneAt = Date.now();
     if (queryStore) {
@@ -265,21 +318,27 @@ export async function syncMirror(file: string, header?: MirrorHeader): Promise<v
   return state.running;
 }
 
-async function syncMirrorNow(file: string, header: MirrorHeader | undefined, state: SyncState, queryStore: boolean): Promise<void> {
-  let text: string | null = null;
-  try {
-    text = await fs.readFile(file, 'utf8');
-  } catch {
-    if (!header) return;
-  }
+async function syncMirrorNow(flavour: OpencodeFlavour, file: string, cli: PinnedCli, header: MirrorHeader | undefined, state: SyncState, queryStore: boolean): Promise<void> {
+  let text = await readMirror(flavour, file);
   if (text === null) {
+    if (!header) return;
     await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
     text = JSON.stringify(header) + '\n';
-    await fs.writeFile(file, text, { mode: 0o600 });
+    // Never through a link or over a file someone put there meanwhile.
+    await fs.writeFile(file, text, { mode: 0o600, flag: 'wx' });
   }
   const lines = text.split('\n').filter((l) => l.trim() !== '');
-  const parsed = MirrorHeader.safeParse(JSON.parse(lines[0] ?? 'null'));
-  if (!parsed.success) throw new CalError('resume_unavailable', `${file} is not a cal mirror of an OpenCode session`);
+  let first: unknown = null;
+  try {
+    first = JSON.parse(lines[0] ?? 'null');
+  } catch {
+    first = null;
+  }
+  const parsed = mirrorHeaderOf(flavour).safeParse(first);
+  if (!parsed.success) throw new CalError('resume_unavailable', `${file} is not a cal mirror of an ${flavour.label} session`);
+  if (parsed.data.executable !== cli.realPath) {
+    throw new CalError('resume_unavailable', `${file} names ${JSON.stringify(parsed.data.executable)} to read ${flavour.label}'s store, not the CLI this session pinned (${cli.realPath}): cal runs only the CLI it pinned`);
+  }
   const seen = new Set<string>();
   for (const line of lines.slice(1)) {
     const value: unknown = JSON.parse(line);
@@ -288,7 +347,7 @@ async function syncMirrorNow(file: string, header: MirrorHeader | undefined, sta
     const retry = RetryRow.safeParse(value);
     if (retry.success) seen.add(retryKey(retry.data));
   }
-  const rows = queryStore ? await sessionRows(parsed.data.executable, parsed.data.env, parsed.data.sessionId) : [];
+  const rows = queryStore ? await sessionRows(flavour, cli.realPath, parsed.data.env, parsed.data.sessionId) : [];
   // Parts before messages, each in the order they were last written: a reply's message row says
   // the turn ended (`time.completed`, `finish`) only after its parts were written, and the engine
   // stops reading at the record that ends the turn, so those parts must come before it.
@@ -296,7 +355,7 @@ async function syncMirrorNow(file: string, header: MirrorHeader | undefined, sta
     .filter((r) => !seen.has(rowKey(r)))
     .sort((a, b) => (a.kind === b.kind ? a.updated - b.updated : a.kind === 'part' ? -1 : 1))
     .map((r) => withMcpTool(r, parsed.data.mcpServers));
-  const log = await readLog(opencodeLogFile(opencodeDataDir(parsed.data.env)), state.logOffset);
+  const log = await readLog(opencodeLogFile(dataDir(flavour, parsed.data.env)), state.logOffset);
   state.logOffset = log.offset;
   const retries = retriesIn(log.text, parsed.data.sessionId).filter((r) => !seen.has(retryKey(r)));
   const out = [...fresh, ...retries];

@@ -82,7 +82,9 @@ export class OpencodeTurnObserver implements TurnObserver {
   }
 
   feed(record: unknown): void {
-    if (record !== null && typeof record === 'object' && (record as { kind?: unknown }).kind === 'opencode-mirror') return;
+    // The mirror's header (store.ts): OpenCode's, or Kilo Code CLI's (the same rows under its name).
+    const kind = record !== null && typeof record === 'object' ? (record as { kind?: unknown }).kind : undefined;
+    if (kind === 'opencode-mirror' || kind === 'kilo-mirror') return;
     const retry = RetryRow.safeParse(record);
     if (retry.success) {
       this.retries.push(retry.data);
@@ -123,8 +125,13 @@ export class OpencodeTurnObserver implements TurnObserver {
     });
   }
 
+  /**
+   * A reply's own text. Synthetic text parts are not the model's: Kilo Code CLI 7.7.7 writes a
+   * transient `⠙ Initializing snapshot…` part (`synthetic: true`) into the reply while its
+   * snapshot starts slowly and removes it after, but the mirror is append-only and keeps it.
+   */
   private textOf(messageId: string): string {
-    return this.partsOf(messageId).filter((p) => p.type === 'text' && typeof p.text === 'string').map((p) => p.text).join('');
+    return this.partsOf(messageId).filter((p) => p.type === 'text' && !p.synthetic && typeof p.text === 'string').map((p) => p.text).join('');
   }
 
   get observation(): TurnObservation {

@@ -4,8 +4,9 @@ import { CalError } from '../../errors.js';
 import type { PinnedCli } from '../../handles/schema.js';
 import { readJsonlFrom } from '../../transcripts/jsonl-tail.js';
 import { findExecutable, pinCli } from '../resolve.js';
-import { pinSupported, type SupportedVersions } from '../versions.js';
+import { compareVersions, pinSupported, type SupportedVersions } from '../versions.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, PromptMatch, SessionConfig, TranscriptBinding } from '../types.js';
+import { TEXT, type MessageGuard } from '../message-guard.js';
 import { scriptedPiEnv } from './home.js';
 import { chosenFile, sessionFileFor, sessionFlags, piToolPolicies } from './launch.js';
 import { piStructured } from './structured.js';
@@ -35,6 +36,27 @@ import { betweenRules } from '../input-box.js';
  */
 export const piVersions: SupportedVersions = { floor: '0.51.0', certified: '1.6.0' };
 
+/**
+ * In argv a leading '-' is a flag and '@' a file to attach: a space keeps it text. Pasted, the
+ * editor trims that space and would run a leading '!' as a shell command and a leading '/' as a
+ * slash command; a zero-width space (not trimmed, invisible to people) keeps those text. The
+ * editor trims every leading blank first (tab, LF, CR, U+00A0, U+3000, U+FEFF…), so the guard
+ * looks past them too: ' !cmd' would otherwise run as a shell command.
+ */
+const piMessageGuard: MessageGuard = {
+  passesOver: 'blanks',
+  leads: {
+    '/': { means: 'a leading "/" runs a slash command, prompt template or skill', readAt: 'visible', action: 'zero-width-space' },
+    '!': { means: 'a leading "!" runs a shell command', readAt: 'visible', action: 'zero-width-space' },
+    '-': { means: 'a first "-" in the launch argv is a flag', readAt: 'start', action: 'space' },
+    '@': { means: 'a first "@" in the launch argv attaches a file', readAt: 'start', action: 'space' },
+    '#': TEXT,
+    '?': TEXT,
+    '&': TEXT,
+    '$': TEXT,
+  },
+};
+
 export const piAdapter: CliAdapter = {
   name: 'pi',
   executable: 'pi',
@@ -56,6 +78,16 @@ export const piAdapter: CliAdapter = {
     return pinSupported('Pi', await pinCli(found, { ...env, PI_OFFLINE: '1' }), piVersions);
   },
 
+  // Pi appends each message to its session file as it ends, the user's before any model call
+  // (read in session-manager.js of 0.51.0-1.6.0): a message still unrecorded after this long was
+  // not taken, or Pi cannot write its file (it shows the error in the pane and writes nothing
+  // more), and the turn fails typed instead of at the timeout. Below 0.99.1 a fresh session's
+  // file is written only with the first reply.
+  promptRecordedWithinMs: 15_000,
+  recordsFreshPromptLate: (version) => compareVersions(version, '0.99.1') < 0,
+
+  folderTrust: { kind: 'none', why: 'Pi has no trust, auth or theme dialog: it runs the same in any folder' },
+
   async prepare(_env: Record<string, string>, config: SessionConfig): Promise<void> {
     // No trust, auth or theme dialog exists: nothing to pre-answer. An MCP config must be readable
     // now, not found missing inside the pane.
@@ -69,13 +101,13 @@ export const piAdapter: CliAdapter = {
     const flags = sessionFlags(req);
     // The first message goes in argv: the TUI prompts with it once it is ready (measured: no
     // keystroke race, no bracketed paste before the TUI asked for it, tabs kept). Pi's parser
-    // has no `--`; pasteText keeps a leading '-' or '@' from being read as a flag or a file.
+    // has no `--`; the message guard keeps a leading '-' or '@' from being read as a flag or a file.
     const argv = [req.cli.realPath, '--session', sessionFile, ...flags.argv, req.message];
     return { argv, env: flags.env, cwd: req.config.cwd, deliversMessage: true, sessionId: sessionFile };
   },
 
   async bindTranscript(req: BindRequest): Promise<TranscriptBinding | null> {
-    // Pi writes the file only once the first reply (or error) exists, with the user message in it.
+    // Pi writes a new session's file with its first message (below 0.99.1: with its first reply).
     // The id is the file a pane launch chose, or (structured) the pending id the file is named after.
     if (!req.sessionId) return null;
     const file = path.isAbsolute(req.sessionId) ? req.sessionId : chosenFile(req.env, req.config.cwd, req.sessionId);
@@ -101,15 +133,7 @@ export const piAdapter: CliAdapter = {
 
   /** The editor is the rows between the last two rules, with no marker; one Ctrl-U empties it (docs/drafts.md). */
   draft: { read: betweenRules(null), keys: ['End', 'C-u'] },
-  pasteText(message: string): string {
-    // In argv a leading '-' is a flag and '@' a file to attach: a space keeps it text. Pasted, the
-    // editor trims that space and would run a leading '!' as a shell command and a leading '/' as
-    // a slash command; a zero-width space (not trimmed, invisible to people) keeps those text.
-    // The editor trims every leading blank first (tab, LF, CR, U+00A0, U+3000, U+FEFF…), so the
-    // guard looks past them too: ' !cmd' would otherwise run as a shell command.
-    if (/^\s*[!/]/u.test(message)) return `\u200b${message}`;
-    return /^[-@]/.test(message) ? ` ${message}` : message;
-  },
+  messageGuard: piMessageGuard,
 
   scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>): Promise<Record<string, string>> {
     return scriptedPiEnv(dir, modelUrl, env);

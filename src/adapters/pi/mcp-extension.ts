@@ -6,10 +6,12 @@
  * `mcp__<server>__<tool>` with the server's own JSON schema, and a call is forwarded as
  * `tools/call`. The servers end with Pi.
  *
- * This file runs inside Pi's process, not cal's: it imports nothing but Node built-ins.
+ * This file runs inside Pi's process, not cal's: it imports nothing but Node built-ins and cal's
+ * spawn helper (which imports nothing else either).
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { spawnChild } from '../../util/spawn.js';
 
 export const MCP_CONFIG_ENV = 'CAL_PI_MCP_CONFIG';
 
@@ -136,11 +138,11 @@ export default async function calMcpBridge(pi: PiExtensionApi): Promise<void> {
   await Promise.all(
     Object.entries(servers).map(async ([server, spec]) => {
       if (!spec.command) return; // only stdio servers
-      const child = spawn(spec.command, spec.args ?? [], {
+      const child = spawnChild(spec.command, spec.args ?? [], {
         cwd: spec.cwd ?? process.cwd(),
         env: { ...process.env, ...(spec.env ?? {}) },
         stdio: ['pipe', 'pipe', 'pipe'],
-      });
+      }) as ChildProcessWithoutNullStreams;
       const client = new StdioClient(child);
       clients.push(client);
       try {

@@ -5,6 +5,7 @@ import { lastStderrLine, runJsonlProcess } from '../structured-process.js';
 import type { StructuredRunRequest, StructuredTransport, StructuredTurnResult, TurnProgress } from '../types.js';
 import { sessionFileFor, sessionFlags } from './launch.js';
 import { AssistantMessage, contentText, SessionHeader, ToolCallBlock, toolFromCall, ToolResultMessage } from './session.js';
+import { ALL_TEXT, type MessageGuard } from '../message-guard.js';
 
 /**
  * Structured transport (research: gemini-pi-cli.md P2, measured on 0.73.1): one
@@ -138,11 +139,10 @@ const ARGV_LIMIT = 100_000;
  * How the message reaches Pi. Pi trims what it reads from stdin and appends its first message
  * argument to it (measured), while an argument is kept exactly. So: the message without its
  * trailing blanks on stdin, those blanks as the argument; a message that starts with blanks goes
- * whole in argv when it fits (else its leading blanks are lost). A leading '/' (a prompt template,
- * skill or extension command) is kept text by a zero-width space, as in a pane.
+ * whole in argv when it fits (else its leading blanks are lost). The message comes guarded
+ * (piJsonGuard below, applied by the engine).
  */
-export function messageDelivery(message: string): { stdin: string; argv: string[] } {
-  const text = message.startsWith('/') ? `\u200b${message}` : message;
+export function messageDelivery(text: string): { stdin: string; argv: string[] } {
   if (/^\s/.test(text) && Buffer.byteLength(text) <= ARGV_LIMIT) return { stdin: '', argv: [text] };
   const core = text.trimEnd();
   const tail = text.slice(core.length);
@@ -193,4 +193,14 @@ async function runJsonTurn(req: StructuredRunRequest): Promise<StructuredTurnRes
   }
 }
 
-export const piStructured: StructuredTransport = { run: runJsonTurn };
+/**
+ * Pi's JSON mode runs a message whose very first character is '/' as a prompt template, skill or
+ * extension command; a zero-width space in front keeps it text, as in its pane (measured on
+ * 1.6.0: "\u200b/about" and " /help" reached the model).
+ */
+const piJsonGuard: MessageGuard = {
+  passesOver: 'blanks',
+  leads: { ...ALL_TEXT, '/': { means: "Pi's JSON mode runs a leading \"/\" as a prompt template or command", readAt: 'start', action: 'zero-width-space' } },
+};
+
+export const piStructured: StructuredTransport = { run: runJsonTurn, messageGuard: piJsonGuard };

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from '../../util/random.js';
 import { CalError } from '../../errors.js';
@@ -7,11 +8,15 @@ import { readMcpServers } from '../mcp-config-file.js';
 import { findExecutable, pinCli } from '../resolve.js';
 import { pinSupported, type SupportedVersions } from '../versions.js';
 import type { BindRequest, CliAdapter, LaunchPlan, LaunchRequest, ScriptedEnvOptions, SessionConfig, StructuredRunRequest, StructuredTurnResult, TranscriptBinding } from '../types.js';
+import { acpMessageGuard } from '../acp-transport.js';
+import { slashCommandGuard, type MessageGuard } from '../message-guard.js';
 import { ensurePlainDirSync, writePlainFileSync } from '../../util/private-file.js';
 import { readQwenInputBox } from './input-box.js';
 import { runHeadlessTurn } from './headless.js';
-import { scriptedQwenEnv, sessionFilePath } from './home.js';
+import { qwenDir, scriptedQwenEnv, sessionFilePath } from './home.js';
+import { trustedByFile, trustInFile } from '../trusted-folders-file.js';
 import { classifyRecord, normaliseForMatch, QwenTurnObserver } from './store.js';
+import { geminiLeads } from '../gemini/message-guard.js';
 
 /**
  * Qwen Code (`@qwen-code/qwen-code`, binary `qwen`; a fork of Gemini CLI), measured on 0.24.4
@@ -108,6 +113,36 @@ async function runStructured(req: StructuredRunRequest): Promise<StructuredTurnR
   });
 }
 
+/**
+ * As in Gemini CLI (Qwen Code is its fork): a leading '/' (after blanks and invisible
+ * characters) runs a slash command however it is pasted, and a '!' toggles shell mode on an
+ * empty prompt (after a space it is text).
+ */
+const qwenMessageGuard: MessageGuard = {
+  passesOver: 'blanks-and-invisible',
+  leads: geminiLeads,
+  // Measured on 0.24.4: the messages `exit` and `:q` each ended Qwen Code (exit 12); `quit` and
+  // the other vim words (Claude Code's list) are refused with them. It passes over invisible
+  // characters, so no guard keeps them text.
+  commandWords: { words: ['exit', 'quit', ':q', ':q!', ':wq', ':wq!'], means: '"exit", "quit", ":q", ":wq" end the session', action: 'refuse' },
+  // As Gemini CLI (its fork), whose pane broke a 100 KB paste into two prompts.
+  maxPasteBytes: 64 * 1024,
+};
+
+function qwenTrustedFolders(env: Record<string, string>): string {
+  return env.QWEN_CODE_TRUSTED_FOLDERS_PATH || path.join(qwenDir(env), 'trustedFolders.json');
+}
+
+/** Whether the user switched Qwen's folder trust on (`security.folderTrust.enabled` in its settings). */
+function qwenFolderTrustOn(env: Record<string, string>): boolean {
+  try {
+    const settings = JSON.parse(readFileSync(path.join(qwenDir(env), 'settings.json'), 'utf8')) as { security?: { folderTrust?: { enabled?: unknown } } };
+    return settings.security?.folderTrust?.enabled === true;
+  } catch {
+    return false;
+  }
+}
+
 export const qwenAdapter: CliAdapter = {
   name: 'qwen',
   executable: 'qwen',
@@ -132,6 +167,15 @@ export const qwenAdapter: CliAdapter = {
   async resolveCli(cliPath: string | undefined, env: Record<string, string>): Promise<PinnedCli> {
     const found = findExecutable('qwen', cliPath, env);
     return pinSupported('Qwen Code', await pinCli(found, env), qwenVersions);
+  },
+
+  // Qwen's folder trust (Gemini's, inherited) is off unless `security.folderTrust.enabled` is set
+  // in its settings (0.24.4: default false); then it keeps trustedFolders.json as Gemini does.
+  folderTrust: {
+    kind: 'asks',
+    trusted: (env, cwd) => !qwenFolderTrustOn(env) || trustedByFile(qwenTrustedFolders(env), cwd),
+    trust: async (env, cwd) => qwenFolderTrustOn(env) && trustInFile(qwenTrustedFolders(env), cwd),
+    howToTrust: (cwd) => `run \`qwen\` in ${cwd} once and trust the folder (it writes ~/.qwen/trustedFolders.json)`,
   },
 
   async prepare(_env: Record<string, string>, config: SessionConfig): Promise<void> {
@@ -162,18 +206,19 @@ export const qwenAdapter: CliAdapter = {
 
   /** Gemini CLI's input box (Qwen Code is its fork), and its ghost suggestions; one Ctrl-U empties it (docs/drafts.md). */
   draft: { read: readQwenInputBox, keys: ['End', 'C-u'] },
-  pasteText(message: string): string {
-    // A leading '!' toggles shell mode on an empty prompt (as in Gemini CLI): after a space it is text.
-    return /^!/.test(message) ? ` ${message}` : message;
-  },
-
-  refuseMessage(message: string): string | null {
-    // As in Gemini CLI, a leading '/' (after blanks) runs a slash command however it is pasted.
-    return /^[\s\p{Default_Ignorable_Code_Point}\p{Cf}]*\/(?![/*])/u.test(message) ? 'Qwen Code runs a message that starts with "/" as a slash command; put text before the "/"' : null;
-  },
+  messageGuard: qwenMessageGuard,
 
   structured: {
     run: (req) => runStructured(req),
+    // `qwen -p` (0.24.4) runs a leading '/' as a slash command: "/clear" emptied the context,
+    // "/about", "/status", "/model", "/memory" and "/init" ran; `@path` includes the file.
+    messageGuard: slashCommandGuard('`qwen -p` runs a leading "/" as a slash command ("/clear" empties the context)', { '@': geminiLeads['@'] }),
+  },
+
+  // `qwen --acp` (0.24.4): the same flags as its other launches; the session id is Qwen's own.
+  acp: {
+    command: (req) => ({ argv: [req.cli.realPath, '--acp', ...sharedFlags(req)], env: req.env }),
+    messageGuard: acpMessageGuard,
   },
 
   scriptedModelEnv(dir: string, modelUrl: string, env: Record<string, string>, opts?: ScriptedEnvOptions): Promise<Record<string, string>> {

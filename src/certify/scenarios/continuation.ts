@@ -201,11 +201,20 @@ export async function pinnedExecutable(ctx: ScenarioContext): Promise<void> {
   ctx.note(`another ${ctx.settings.executable} (99.99.99) first on PATH: the resume ran the pinned ${handle.provider.cli?.version} at ${handle.provider.cli?.realPath}; the other never ran`);
 }
 
-export async function structuredResume(ctx: ScenarioContext): Promise<void> {
+export function structuredResume(ctx: ScenarioContext): Promise<void> {
+  return resumeOn(ctx, 'structured');
+}
+
+/** The same over ACP: session/new, then session/load, whose replay of the history is no answer. */
+export function acpResume(ctx: ScenarioContext): Promise<void> {
+  return resumeOn(ctx, 'acp');
+}
+
+async function resumeOn(ctx: ScenarioContext, transport: 'structured' | 'acp'): Promise<void> {
   const work = await ctx.workDir();
-  const code = ctx.codeword('JSON');
+  const code = ctx.codeword(transport === 'acp' ? 'ACP' : 'JSON');
   const m1 = remember(code);
-  const first = await ctx.startCompleted(m1, { cwd: work.path, transport: 'structured' });
+  const first = await ctx.startCompleted(m1, { cwd: work.path, transport });
   expectRemembered(ctx, first.turn, code);
   const id = first.handle.provider.nativeSessionId;
   ctx.check(id, 'the structured session has no native id after its first turn');
@@ -226,7 +235,7 @@ export async function structuredResume(ctx: ScenarioContext): Promise<void> {
     ctx.check(requests.length === 2, `the model saw ${requests.length} requests for two resumed turns`);
     ctx.check(sameList(requests[0]!.userMessages, [m1, RECALL]) && sameList(requests[1]!.userMessages, [m1, RECALL, m3]), `resumed requests carried ${q(JSON.stringify(requests.map((r) => r.userMessages)), 160)}`);
   }
-  ctx.note(`structured: two resumes of native id …${id.slice(-8)}, each with only the new message${ctx.scripted ? ' (model saw history once)' : ''}; recalled`);
+  ctx.note(`${transport}: two resumes of native id …${id.slice(-8)}, each with only the new message${ctx.scripted ? ' (model saw history once)' : ''}; recalled`);
 }
 
 export async function noHistoryReplayAfterRestart(ctx: ScenarioContext): Promise<void> {

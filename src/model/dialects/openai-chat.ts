@@ -129,7 +129,7 @@ export const openaiChat: DialectModule = {
 
   resolveTool(intent, tools, id) {
     return resolveWith(intent, tools, id, {
-      shellNames: ['bash', 'shell', 'exec_command', 'run_shell_command'],
+      shellNames: ['bash', 'shell', 'exec_command', 'run_shell_command', 'run_commands'],
       shellKey: 'command',
       shellDescription: false,
       mcpDefault: (s, t) => ({ name: `mcp__${s}__${t}` }),

@@ -61,6 +61,7 @@ import {
   type TurnCallOptions,
   type TurnProgress,
   type TurnResult,
+  type WaitOptions,
   type TurnStatus,
 } from 'coding-agent-loop';
 
@@ -103,6 +104,10 @@ await sessions.killTmux(ref);
 const expected: ExpectedConfig = { cwd: need('LIB_CWD') };
 const continueOptions: ContinueOptions = { ...callbacks, ...expected, wait: 30 };
 const second: TurnResult = await sessions.continue(handle.id, 'What was the codeword?', continueOptions);
+// Waiting for any of several handles' newest turns: this one has ended, so it comes back at once.
+const waitOptions: WaitOptions = { timeoutSeconds: 10 };
+const waited: TurnResult = await sessions.waitForAny([handle.id], waitOptions);
+if (waited.turn.id !== second.turn.id) throw new Error(`waitForAny gave turn ${waited.turn.id}, not ${second.turn.id}`);
 
 // 3. Ask with the whole history (five messages): only the newest user message is sent.
 const history: ChatMessage[] = [
