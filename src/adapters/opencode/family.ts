@@ -39,7 +39,7 @@ export function opencodeFamily(flavour: OpencodeFlavour): OpencodeFamilyParts {
   async function findSession(cli: PinnedCli, env: Record<string, string>, config: SessionConfig, sessionId: string, message: string): Promise<TranscriptBinding | null> {
     const quietEnv = storeEnvOf(env);
     const needle = normaliseForMatch(message);
-    const rows = (await sessionRows(flavour, cli.realPath, quietEnv, sessionId)).flatMap((r) => {
+    const rows = (await sessionRows(flavour, cli, quietEnv, sessionId)).flatMap((r) => {
       const parsed = parseRow(r);
       return parsed ? [parsed] : [];
     });

@@ -6,7 +6,7 @@ import { z } from '../../util/zod.js';
 import { CalError } from '../../errors.js';
 import { dataDir } from './home.js';
 import { envName, mirrorKind, type OpencodeFlavour } from './flavour.js';
-import { bunQuery, CLI_HELPER_TIMEOUT_MS } from './bun-sqlite.js';
+import { bunQuery, CLI_HELPER_TIMEOUT_MS, type StoreCli } from './bun-sqlite.js';
 import { opencodeLogFile, readLog, retriesIn, RetryRow } from './log.js';
 import { mcpToolOf } from './tool-names.js';
 import { timingMark } from '../../util/timing.js';
@@ -111,10 +111,11 @@ export function storeEnv(flavour: OpencodeFlavour, env: Record<string, string>):
  */
 const QUERY_ATTEMPTS = 4;
 
-async function query(flavour: OpencodeFlavour, executable: string, env: Record<string, string>, sql: string): Promise<unknown[]> {
+async function query(flavour: OpencodeFlavour, cli: StoreCli, env: Record<string, string>, sql: string): Promise<unknown[]> {
   // Each read starts the binary (its Bun): the bench counts them per turn (bench/clis.mjs).
   timingMark('store-read');
-  const fast = await bunQuery(executable, env, sql);
+  const executable = cli.realPath;
+  const fast = await bunQuery(cli, env, sql, mirrorDir(flavour, env));
   if (fast) return fast;
   let run = await runExeca(executable, ['db', sql, '--format', 'json'], { env, reject: false, timeout: CLI_HELPER_TIMEOUT_MS });
   // Only a run that failed is tried again (the race above), never one that ran out of time.
@@ -134,13 +135,13 @@ async function query(flavour: OpencodeFlavour, executable: string, env: Record<s
 }
 
 /** Every message and part row of a session, in creation order. */
-export async function sessionRows(flavour: OpencodeFlavour, executable: string, env: Record<string, string>, sessionId: string): Promise<StoreRow[]> {
+export async function sessionRows(flavour: OpencodeFlavour, cli: StoreCli, env: Record<string, string>, sessionId: string): Promise<StoreRow[]> {
   if (!SESSION_ID.test(sessionId)) throw new CalError('internal', `not an ${flavour.label} session id: ${sessionId}`);
   const sql =
     `select 'message' as kind, id, id as messageId, time_created as created, time_updated as updated, data from message where session_id = '${sessionId}' ` +
     `union all select 'part' as kind, id, message_id as messageId, time_created as created, time_updated as updated, data from part where session_id = '${sessionId}' ` +
     'order by created, id';
-  return (await query(flavour, executable, env, sql)).flatMap((r) => {
+  return (await query(flavour, cli, env, sql)).flatMap((r) => {
     const row = StoreRow.safeParse(r);
     return row.success ? [row.data] : [];
   });
@@ -202,13 +203,18 @@ export async function createSession(flavour: OpencodeFlavour, cli: { realPath: s
 }
 
 /** Whether a session exists in the store. */
-export async function sessionExists(flavour: OpencodeFlavour, executable: string, env: Record<string, string>, sessionId: string): Promise<boolean> {
+export async function sessionExists(flavour: OpencodeFlavour, cli: StoreCli, env: Record<string, string>, sessionId: string): Promise<boolean> {
   if (!SESSION_ID.test(sessionId)) return false;
-  return (await query(flavour, executable, env, `select id from session where id = '${sessionId}'`)).length > 0;
+  return (await query(flavour, cli, env, `select id from session where id = '${sessionId}'`)).length > 0;
+}
+
+/** cal's folder in the CLI's data folder: the sessions' mirrors, and where `db path`'s answer is kept (bun-sqlite.ts). */
+function mirrorDir(flavour: OpencodeFlavour, env: Record<string, string>): string {
+  return path.join(dataDir(flavour, env), 'cal-transcripts');
 }
 
 export function mirrorPath(flavour: OpencodeFlavour, env: Record<string, string>, sessionId: string): string {
-  return path.join(dataDir(flavour, env), 'cal-transcripts', `${sessionId}.jsonl`);
+  return path.join(mirrorDir(flavour, env), `${sessionId}.jsonl`);
 }
 
 const rowKey = (r: StoreRow) => `${r.kind}:${r.id}:${r.updated}:${r.data.length}`;
@@ -347,7 +353,7 @@ async function syncMirrorNow(flavour: OpencodeFlavour, file: string, cli: Pinned
     const retry = RetryRow.safeParse(value);
     if (retry.success) seen.add(retryKey(retry.data));
   }
-  const rows = queryStore ? await sessionRows(flavour, cli.realPath, parsed.data.env, parsed.data.sessionId) : [];
+  const rows = queryStore ? await sessionRows(flavour, cli, parsed.data.env, parsed.data.sessionId) : [];
   // Parts before messages, each in the order they were last written: a reply's message row says
   // the turn ended (`time.completed`, `finish`) only after its parts were written, and the engine
   // stops reading at the record that ends the turn, so those parts must come before it.

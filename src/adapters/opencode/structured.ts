@@ -44,7 +44,7 @@ async function runTurn(flavour: OpencodeFlavour, req: StructuredRunRequest): Pro
   if (req.mode === 'resume') {
     if (!req.sessionId) throw new CalError('internal', `${flavour.command} resume without a session id`);
     // `-s` with an id the store lacks fails late and vaguely: check first.
-    if (!(await sessionExists(flavour, req.cli.realPath, storeEnv(flavour, flags.env), req.sessionId))) {
+    if (!(await sessionExists(flavour, req.cli, storeEnv(flavour, flags.env), req.sessionId))) {
       throw new CalError('resume_unavailable', `${flavour.label}'s store has no session ${req.sessionId} any more (deleted, or XDG_DATA_HOME changed)`);
     }
     resumeArgs.push('--session', req.sessionId);
