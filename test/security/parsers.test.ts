@@ -6,16 +6,14 @@ import { ClaudeTurnObserver, classifyRecord as classifyClaude, userText } from '
 import { parseExecStream } from '../../src/adapters/codex/exec.js';
 import { CodexTurnObserver, classifyRecord as classifyCodex, userMessageText } from '../../src/adapters/codex/rollout.js';
 import type { TurnObserver } from '../../src/adapters/types.js';
-import { isCalError } from '../../src/errors.js';
-import { AgentSessionHandle, HANDLE_SCHEMA_VERSION } from '../../src/handles/schema.js';
-import { StateStore } from '../../src/state/store.js';
 import { readJsonlFrom } from '../../src/transcripts/jsonl-tail.js';
 import { scratchDir } from '../support/cal.js';
 import { recordFault } from '../support/fault-matrix.js';
 import { fixtureLines, fixtureNames, fixtureRecords, type RecordedCli } from '../support/fixtures.js';
+import { mutate, mutation } from '../support/mutation.js';
 
 /**
- * Issue 7: every transcript parser and the handle schema survive truncated lines, a 10 MB line,
+ * Issue 7: every transcript parser survives truncated lines, a 10 MB line,
  * invalid UTF-8, wrong types and unknown record kinds without throwing (property tests over the
  * transcripts recorded from the real CLIs in fixtures/). Unknown kinds are skipped and counted.
  */
@@ -47,40 +45,6 @@ function codexPrompts(recs: unknown[]): string[] {
   return out.length ? out : ['never sent'];
 }
 
-/** Every path to a value inside a JSON document (objects and arrays), depth-first. */
-function pathsOf(value: unknown, prefix: (string | number)[] = [], out: (string | number)[][] = []): (string | number)[][] {
-  out.push(prefix);
-  if (prefix.length > 6) return out;
-  if (Array.isArray(value)) value.forEach((v, i) => pathsOf(v, [...prefix, i], out));
-  else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) pathsOf(v, [...prefix, k], out);
-  return out;
-}
-
-type Mutation = { kind: 'replace'; at: number; with: unknown } | { kind: 'delete'; at: number } | { kind: 'retype'; type: string } | { kind: 'whole'; with: unknown };
-
-const mutation: fc.Arbitrary<Mutation> = fc.oneof(
-  fc.record({ kind: fc.constant('replace' as const), at: fc.nat(), with: fc.oneof(fc.anything(), fc.constantFrom(null, '', 0, [], {}, true, '\u0000\uFFFD\uD800')) }),
-  fc.record({ kind: fc.constant('delete' as const), at: fc.nat() }),
-  fc.record({ kind: fc.constant('retype' as const), type: fc.string().map((s) => `x-unknown-${s}`) }),
-  fc.record({ kind: fc.constant('whole' as const), with: fc.anything() }),
-);
-
-function mutate(record: unknown, m: Mutation): unknown {
-  const copy = structuredClone(record);
-  if (m.kind === 'whole') return m.with;
-  if (m.kind === 'retype') return copy && typeof copy === 'object' && !Array.isArray(copy) ? { ...copy, type: m.type } : copy;
-  const paths = pathsOf(copy);
-  const p = paths[m.at % paths.length]!;
-  if (p.length === 0) return m.kind === 'replace' ? m.with : undefined;
-  let parent: any = copy;
-  for (const key of p.slice(0, -1)) parent = parent[key];
-  const last = p[p.length - 1]!;
-  if (m.kind === 'delete') {
-    if (Array.isArray(parent)) parent.splice(Number(last), 1);
-    else delete parent[last];
-  } else parent[last] = m.with;
-  return copy;
-}
 
 function assertObservation(o: TurnObserver): void {
   expect(['waiting', 'running', 'ended']).toContain(o.observation.phase);
@@ -302,100 +266,6 @@ describe('JSONL tailing survives torn, invalid and huge lines', () => {
       how: 'fast-check over recorded fixture lines; incremental tailing from returned offsets',
       outcome: 'never throws; every non-blank line is a record or counted as skipped; the 10 MB line is read, the 20 MB line skipped and counted; offsets stay on line ends',
       state: '-',
-      test: FILE,
-    });
-  });
-});
-
-describe('handle schema', () => {
-  let root: string;
-  let store: StateStore;
-  const sample: AgentSessionHandle = AgentSessionHandle.parse({
-    schemaVersion: HANDLE_SCHEMA_VERSION,
-    id: 'abcdef1234',
-    name: 'sample',
-    scope: 'chat',
-    ownerId: null,
-    correlationId: null,
-    config: {
-      workingDir: { path: '/w', realPath: '/w', dev: 1, ino: 2 },
-      model: null,
-      systemPromptHash: null,
-      mcpConfigHash: null,
-      toolPolicy: 'default',
-    },
-    provider: {
-      provider: 'claude-code',
-      transport: 'tmux',
-      nativeSessionId: '0b5c2a1e-7d3f-4e2a-9c1b-123456789abc',
-      tmux: { socket: '/s/tmux.sock', session: 'cal-abcdef1234-1', paneId: '%1' },
-      workingDir: { path: '/w', realPath: '/w', dev: 1, ino: 2 },
-      model: null,
-      status: 'idle',
-      cli: { path: '/bin/claude', realPath: '/bin/claude.exe', version: '2.1.328' },
-      transcript: { path: '/h/.claude/projects/-w/x.jsonl', offset: 1234 },
-    },
-    panes: [{ tmux: { socket: '/s/tmux.sock', session: 'cal-abcdef1234-1', paneId: '%1' }, startedAt: '2026-01-01T00:00:00Z', endedAt: null, endReason: null, launch: 'fresh' }],
-    createdAt: '2026-01-01T00:00:00Z',
-    updatedAt: '2026-01-01T00:00:00Z',
-  });
-
-  beforeAll(async () => {
-    root = await scratchDir('sec-handles');
-    store = await StateStore.open(path.join(root, 'state'));
-  });
-  afterAll(async () => {
-    await fs.rm(root, { recursive: true, force: true });
-  });
-
-  it('property: a damaged handle file loads as a valid handle or fails with invalid_handle, and is never modified', async () => {
-    const text = JSON.stringify(sample, null, 2);
-    const damage = fc.oneof(
-      mutation.map((m) => Buffer.from(JSON.stringify(mutate(structuredClone(sample), m)) ?? '')),
-      fc.nat().map((n) => Buffer.from(text.slice(0, n % text.length))),
-      fc.tuple(fc.nat(), fc.uint8Array({ minLength: 1, maxLength: 8 })).map(([n, bytes]) => {
-        const b = Buffer.from(text);
-        const at = n % b.length;
-        return Buffer.concat([b.subarray(0, at), Buffer.from(bytes), b.subarray(at)]);
-      }),
-      fc.integer({ min: HANDLE_SCHEMA_VERSION + 1, max: 1_000_000 }).map((v) => Buffer.from(JSON.stringify({ ...sample, schemaVersion: v, futureField: { x: 1 } }))),
-    );
-    const file = store.handleFile(sample.id);
-    await fc.assert(
-      fc.asyncProperty(damage, async (bytes) => {
-        await fs.writeFile(file, bytes, { mode: 0o600 });
-        try {
-          const loaded = await store.loadHandle(sample.id);
-          expect(AgentSessionHandle.safeParse(loaded).success).toBe(true);
-        } catch (err) {
-          expect(isCalError(err) ? err.kind : String(err)).toBe('invalid_handle');
-        }
-        expect(Buffer.compare(await fs.readFile(file), bytes)).toBe(0);
-      }),
-      { numRuns: 300 },
-    );
-  });
-
-  it('a newer schemaVersion is a clear invalid_handle naming both versions; a 10 MB handle file is invalid_handle', async () => {
-    const file = store.handleFile(sample.id);
-    const newer = JSON.stringify({ ...sample, schemaVersion: HANDLE_SCHEMA_VERSION + 1 });
-    await fs.writeFile(file, newer, { mode: 0o600 });
-    await expect(store.loadHandle(sample.id)).rejects.toMatchObject({
-      kind: 'invalid_handle',
-      message: expect.stringMatching(new RegExp(`schema version ${HANDLE_SCHEMA_VERSION + 1}, newer than this cal understands \\(${HANDLE_SCHEMA_VERSION}\\).*left untouched`)),
-    });
-    expect(await fs.readFile(file, 'utf8')).toBe(newer);
-    const big = JSON.stringify({ ...sample, name: 'n'.repeat(10 << 20) });
-    await fs.writeFile(file, big, { mode: 0o600 });
-    await expect(store.loadHandle(sample.id)).rejects.toMatchObject({ kind: 'invalid_handle' });
-    expect((await fs.stat(file)).size).toBe(big.length);
-    recordFault({
-      id: 'parser.handle-schema',
-      area: 'parser',
-      fault: 'handle file truncated, with wrong types, invalid UTF-8, 10 MB, or a newer schemaVersion',
-      how: 'fast-check damage of a valid handle, loaded through the state store',
-      outcome: 'a valid handle or invalid_handle (exit 4), never another error; newer schema: "schema version N, newer than this cal understands (1); upgrade cal (the file was left untouched)"',
-      state: 'file byte-for-byte unchanged',
       test: FILE,
     });
   });
