@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { realpathSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -223,4 +223,11 @@ export async function cliSuite(provider: SuiteProvider, opts: CliSuiteOptions = 
     },
   };
   return suite;
+}
+
+/** A new git repository at `dir` (made if missing), by its real path: a folder a CLI may ask to trust. */
+export async function freshGitRepo(dir: string): Promise<string> {
+  await fs.mkdir(dir, { recursive: true });
+  execFileSync('git', ['init', '-q', dir], { stdio: 'pipe' });
+  return realpathSync(dir);
 }
