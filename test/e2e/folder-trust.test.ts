@@ -4,6 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claudeCodeAdapter } from '../../src/adapters/claude-code/index.js';
+import { nativeCopilotBinary } from '../../src/adapters/copilot/binary.js';
 import { codexAdapter } from '../../src/adapters/codex/index.js';
 import { geminiAdapter } from '../../src/adapters/gemini/index.js';
 import { startModelServer, type ModelServer } from '../../src/model/server.js';
@@ -93,6 +94,25 @@ describe('the folder-trust policy, on the real CLIs', () => {
     const view = await runCal(['--state-dir', state, 'inspect', 'cp', '--json'], { env });
     expect(view.json.config.trustWorkingDir).toBe(false);
   }, 300_000);
+
+  // The entry cal wrote can be lost before Copilot reads it (another process rewriting
+  // config.json, as another Claude Code's rewrite of ~/.claude.json did: claude-many-starts). A
+  // wrapper drops it just before the real binary starts: the pane opens at "Confirm folder trust",
+  // cal gives it the answer it wrote, and the turn completes.
+  it("Copilot in the user's own home whose trust entry is lost before it reads config.json: the dialog gets cal's answer and the turn completes", async () => {
+    const { env, config } = await copilotUser();
+    const cwd = await folder('copilot-lost-entry');
+    const native = nativeCopilotBinary({ path: cliBin('copilot'), realPath: realpathSync(cliBin('copilot')) });
+    const drop = `const fs = require('fs'); const f = ${JSON.stringify(config)}; const t = fs.readFileSync(f, 'utf8'); const c = JSON.parse(t.replace(/^\\/\\/.*$/gm, '')); c.trustedFolders = (c.trustedFolders || []).filter((d) => d !== process.cwd()); fs.writeFileSync(f, JSON.stringify(c, null, 2));`;
+    const wrapper = path.join(root, 'copilot-losing-trust');
+    await fs.writeFile(wrapper, `#!/bin/sh\nif [ "$1" != "--version" ]; then node -e ${JSON.stringify(drop).replace(/\$/g, '\\$')}; fi\nexec ${JSON.stringify(native)} "$@"\n`, { mode: 0o755 });
+    const state = stateDir('copilot-lost-entry');
+    const run = await runCal(['--state-dir', state, 'start', '--provider', 'copilot', '--cli-path', wrapper, '--cwd', cwd, '--json', '--timeout', '120', '[[cal:reply=past the dialog]] hello'], { env });
+    expect(run.code, `${run.stderr} ${run.stdout}`).toBe(0);
+    expect(run.json.turn.answer).toBe('past the dialog');
+    // The dialog was there: the wrapper's rewrite dropped the entry, and Copilot wrote it back when answered.
+    expect(JSON.parse(readFileSync(config, 'utf8').replace(/^\/\/.*$/gm, '')).trustedFolders).toContain(cwd);
+  }, 200_000);
 
   it('--no-trust: Claude Code\'s TUI, Codex\'s TUI in a git repository and Gemini are refused before anything runs; claude -p, which never asks, runs and nothing is trusted', async () => {
     const state = stateDir('no-trust');
