@@ -23,10 +23,13 @@ export const median = (xs) => {
 };
 
 /** Runs a command to its end; startedAt is taken right before the spawn, exitedAt at its exit. */
-export function timed(cmd, args, { env, cwd, input } = {}) {
+export function timed(cmd, args, { env, cwd, input, timeoutMs = 300_000 } = {}) {
   return new Promise((resolve) => {
     const startedAt = now();
-    const child = spawn(cmd, args, { env, cwd, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    // In a folder, with PWD naming it, as a shell's `cd` leaves it: OpenCode takes its project
+    // from PWD, not from the process's folder, and hung in the folder bench ran from. A run that
+    // still hangs is killed, and fails its row, instead of holding the bench for ever.
+    const child = spawn(cmd, args, { env: cwd && env ? { ...env, PWD: cwd } : env, cwd, timeout: timeoutMs, killSignal: 'SIGKILL', stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
