@@ -83,6 +83,9 @@ describe('bunQuery', () => {
   it('is null for a binary that is not Bun-backed, and for a query that fails', async () => {
     const plain = fake('plain', 'if [ "$1" = --version ]; then echo 1.18.33; exit 0; fi\nif [ "$1" = -e ]; then echo "[]"; exit 0; fi\nexit 1');
     expect(await bunQuery(cli(plain), env, 'select 1', null)).toBeNull();
+    // Its own version with more words, whatever BUN_BE_BUN says: not Bun either.
+    const wordy = fake('wordy', 'if [ "$1" = --version ]; then echo "1.18.33 (linux x64)"; exit 0; fi\nif [ "$1" = -e ]; then echo "[]"; exit 0; fi\nexit 1');
+    expect(await bunQuery(cli(wordy), env, 'select 1', null)).toBeNull();
     const failing = fake(
       'failing',
       'if [ "$BUN_BE_BUN" = 1 ]; then [ "$1" = --version ] && { echo 1.3.14; exit 0; }; echo "SQLITE_CANTOPEN" >&2; exit 1; fi\nif [ "$1" = --version ]; then echo 1.18.33; exit 0; fi\nif [ "$1" = db ]; then echo /nowhere/opencode.db; exit 0; fi\nexit 1',

@@ -57,8 +57,11 @@ function isBunBacked(cli: StoreCli, env: Record<string, string>): Promise<boolea
   let known = bunBacked.get(key);
   if (!known) {
     const base = { PATH: env.PATH ?? '/usr/bin:/bin', HOME: env.HOME ?? '/' };
+    // Bun prints its bare version; a binary that ignores BUN_BE_BUN prints the CLI's own, maybe
+    // with more words: only another x.y.z than the pinned one's is Bun.
+    const core = (v: string) => /^v?(\d+\.\d+\.\d+)/.exec(v.trim())?.[1] ?? null;
     known = run(cli.realPath, ['--version'], { ...base, BUN_BE_BUN: '1' }, BUN_READ_TIMEOUT_MS).then(
-      (asBun) => asBun.ok && /^\d+\.\d+\.\d+/.test(asBun.stdout) && asBun.stdout !== cli.version,
+      (asBun) => asBun.ok && /^\d+\.\d+\.\d+$/.test(asBun.stdout) && core(asBun.stdout) !== core(cli.version),
       () => false,
     );
     bunBacked.set(key, known);
