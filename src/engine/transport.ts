@@ -40,6 +40,23 @@ export async function transportAlive(handle: ProviderHandle, tmux: TmuxFactory =
   return paneAlive(tmux(handle.tmux.socket), handle.tmux);
 }
 
+/**
+ * transportAlive of many sessions at once, for listings: one `list-panes` per tmux server, not one
+ * tmux client per handle (200 handles on one server took 200 clients, 0.65 s here).
+ */
+export async function transportsAlive(handles: readonly ProviderHandle[], tmux: TmuxFactory = realTmux): Promise<boolean[]> {
+  const listings = new Map<string, Promise<PaneListing[]>>();
+  return Promise.all(
+    handles.map(async ({ tmux: location }) => {
+      if (!location) return false;
+      let listing = listings.get(location.socket);
+      if (!listing) listings.set(location.socket, (listing = tmux(location.socket).listPanes()));
+      const pane = (await listing).find((p) => p.paneId === location.paneId);
+      return pane !== undefined && !pane.dead && samePane(location, { exists: true, dead: false, deadStatus: null, session: pane.session, pid: pane.pid });
+    }),
+  );
+}
+
 /** The pane's current screen, for people (inspect's preview); never an answer. */
 export async function transportScreen(handle: ProviderHandle, lines = 50, tmux: TmuxFactory = realTmux): Promise<string | null> {
   if (!handle.tmux) return null;

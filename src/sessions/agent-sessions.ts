@@ -12,7 +12,7 @@ import { checkStability } from '../engine/stability.js';
 import { startStructuredTurn } from '../engine/structured-continuation.js';
 import { discardEarlyLaunch } from '../adapters/early-launch.js';
 import type { TmuxFactory } from '../engine/tmux-control.js';
-import { attachArgv, attachTerminal, killPaneNamed, killTransport, pressKeys, realTmux, shutdownTransports, transportAlive, transportScreen } from '../engine/transport.js';
+import { attachArgv, attachTerminal, killPaneNamed, killTransport, pressKeys, realTmux, shutdownTransports, transportAlive, transportsAlive, transportScreen } from '../engine/transport.js';
 import { CalError, toCalError } from '../errors.js';
 import { AgentSessionHandle, HANDLE_SCHEMA_VERSION, HandleName, type ProviderHandle, type ProviderName } from '../handles/schema.js';
 import type { HeldLock } from '../state/lock.js';
@@ -312,11 +312,9 @@ export class AgentSessions {
   }
 
   async list(): Promise<HandleSummary[]> {
-    const out: HandleSummary[] = [];
-    for (const handle of await this.store.listHandles()) {
-      out.push({ handle, lastTurn: await this.store.lastTurn(handle.id), paneAlive: await transportAlive(handle.provider, this.ctx.tmux) });
-    }
-    return out;
+    const handles = await this.store.listHandles();
+    const alive = await transportsAlive(handles.map((h) => h.provider), this.ctx.tmux);
+    return Promise.all(handles.map(async (handle, i) => ({ handle, lastTurn: await this.store.lastTurn(handle.id), paneAlive: alive[i] === true })));
   }
 
   /** Cancels the turn in flight on a handle, from any process (sessions/cancel-turn.ts). */
