@@ -62,7 +62,7 @@ async function traceDetails(trace) {
 /** The handle as `cal inspect --json` shows it: its native id, transcript and per-session folder. */
 async function view(calRun, handle, state) {
   const v = JSON.parse(must(await calRun(['inspect', handle, '--json']), 'cal inspect').stdout);
-  return { native: v.provider.nativeSessionId, transcript: v.provider.transcript?.path ?? null, cwd: v.config?.cwd ?? null, home: path.join(state, 'homes', handle) };
+  return { native: v.provider.nativeSessionId, transcript: v.provider.transcript?.path ?? null, cwd: v.config?.workingDir?.path ?? null, home: path.join(state, 'homes', handle) };
 }
 
 /** Replaces every occurrence of each key by its value in a string, an array or an object's values. */
