@@ -43,10 +43,17 @@ function recalled(stdout) {
   return pieces.join('').includes('The codeword was BENCH.');
 }
 
-function collect(value, out) {
-  if (typeof value === 'string') out.push(value);
-  else if (Array.isArray(value)) for (const v of value) collect(v, out);
-  else if (value && typeof value === 'object') for (const v of Object.values(value)) collect(v, out);
+/**
+ * The strings of an event that carry text (`content`, `text`, `delta`, `result`), in order: every
+ * other field (a type, a role, a timestamp) between two pieces of a streamed answer kept the
+ * pieces apart (Gemini's "The cod", "eword wa", "s BENCH." were never found).
+ */
+const TEXT_KEYS = new Set(['content', 'text', 'delta', 'result']);
+function collect(value, out, key = 'content') {
+  if (typeof value === 'string') {
+    if (TEXT_KEYS.has(key)) out.push(value);
+  } else if (Array.isArray(value)) for (const v of value) collect(v, out, key);
+  else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) collect(v, out, k);
 }
 
 /** The detail lines of a trace (`<t> <pid> <name> <json>`), the last of each name. */
