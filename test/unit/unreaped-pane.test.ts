@@ -25,18 +25,24 @@ describe('a dead pane tmux has not reaped', () => {
   });
 
   const until = async (done: () => boolean) => {
-    for (let i = 0; i < 100 && !done(); i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 200 && !done(); i++) await new Promise((r) => setTimeout(r, 50));
   };
 
-  /** A shell that starts a short child, then becomes a node process that never reaps it. */
+  /**
+   * A shell whose child waits until the node process it becomes says it is ready (its SIGCHLD
+   * handler set), then ends: a zombie that node never reaps. That child's own SIGCHLD is waited
+   * for before the test begins (on a loaded machine it arrived after the test had cleared the
+   * record, and read as cal's).
+   */
   async function standInServer() {
     const file = path.join(scratchDirSync('unreaped'), 'signals');
-    const record = `const fs = require('fs'); process.on('SIGCHLD', () => fs.appendFileSync(${JSON.stringify(file)}, 'CHLD')); fs.writeFileSync(${JSON.stringify(file)}, ''); setInterval(() => {}, 1000);`;
-    const child = spawn('/bin/sh', ['-c', `sleep 0.2 & exec "${process.execPath}" -e "$0"`, record], { stdio: 'ignore' });
+    const record = `const fs = require('fs'); process.on('SIGCHLD', () => fs.appendFileSync(${JSON.stringify(file)}, 'CHLD')); fs.writeFileSync(${JSON.stringify(file)}, 'ready'); setInterval(() => {}, 1000);`;
+    const child = spawn('/bin/sh', ['-c', '(until [ -s "$1" ]; do sleep 0.05; done) & exec "$2" -e "$0"', record, file, process.execPath], { stdio: 'ignore' });
     const pid = child.pid!;
     servers.push(pid);
     const childOf = () => readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
-    await until(() => existsSync(file) && childOf() !== '' && unreapedChildOf(Number(childOf()), pid));
+    await until(() => existsSync(file) && readFileSync(file, 'utf8') === 'readyCHLD' && childOf() !== '' && unreapedChildOf(Number(childOf()), pid));
+    expect(readFileSync(file, 'utf8')).toBe('readyCHLD');
     const zombie = Number(childOf());
     expect(unreapedChildOf(zombie, pid)).toBe(true);
     writeFileSync(file, '');
