@@ -6,9 +6,8 @@ import { cliSuite, type CliSuite, freshGitRepo } from '../support/cli-suite.js';
 import { pinnedCli } from '../support/clis.js';
 import { listRollouts, readRollout } from '../support/codex-home.js';
 import { TIMEOUT } from '../support/shared-scenarios.js';
-import { busyWhileStructuredTurnRuns } from '../support/structured-busy.js';
+import { busyWhileStructuredTurnRuns, chainedStructuredTurns } from '../support/structured-busy.js';
 import { until } from '../support/structured-fakes.js';
-import { processExited } from '../../src/util/process-identity.js';
 
 /**
  * Issue 4 acceptance, the structured transport: the real pinned Codex binary (0.169.0) through
@@ -87,23 +86,7 @@ describe('Codex with --transport structured, end to end', () => {
   });
 
   it('turns chained back to back (each cal returns on turn.completed, its codex exec may still be finishing): every resume carries each earlier turn once and one new message', async () => {
-    s.server.clearLog();
-    const messages = ['Chained one.', 'Chained two.', 'Chained three.'];
-    // Whether cal returned on turn.completed while its codex exec still ran: the handle then names
-    // that process until the next turn (codex exits 18-41 ms after turn.completed).
-    const returnedBeforeExit: boolean[] = [];
-    for (const m of messages) {
-      const run = await cal(['continue', handle, '--json', ...TIMEOUT, m]);
-      expect(run.code, run.stderr).toBe(0);
-      expect(run.json.turn).toMatchObject({ status: 'completed', answer: `Received: ${m}` });
-      returnedBeforeExit.push(((await inspect()).provider.cliProcess ?? null) !== null);
-    }
-    expect(returnedBeforeExit, 'cal returned on turn.completed before codex exec exited, at least once').toContain(true);
-    const turns = s.server.turnRequests();
-    expect(turns.map((t) => t.lastUserMessage)).toEqual(messages);
-    for (let k = 1; k < turns.length; k++) expect(turns[k]!.userMessages).toEqual([...turns[k - 1]!.userMessages, messages[k]]);
-    const proc = (await inspect()).provider.cliProcess as { pid: number } | null;
-    if (proc) await until(async () => processExited(proc.pid), 'the last codex exec to exit');
+    await chainedStructuredTurns({ cal, inspect, server: s.server, handle, timeout: TIMEOUT }, 'codex exec');
   });
 
   it('a continue while a structured turn runs: busy (5) at once, never sent; with --wait it waits in line and runs as its own turn', async () => {

@@ -8,7 +8,7 @@ import { processesMarkedBy } from '../../src/certify/processes.js';
 import { processRunning, processesTagged } from '../../src/util/tagged-processes.js';
 import { eventsOf, runCal, type CalRun } from '../support/cal.js';
 import { cliSuite, pinnedVersion, type CliSuite } from '../support/cli-suite.js';
-import { busyWhileStructuredTurnRuns } from '../support/structured-busy.js';
+import { busyWhileStructuredTurnRuns, chainedStructuredTurns } from '../support/structured-busy.js';
 
 /**
  * Gemini CLI acceptance: the real pinned binary (0.61.0) against the scripted model, driven
@@ -298,21 +298,7 @@ describe('Gemini CLI through the structured (headless) transport, end to end', (
   const inspect = async () => (await cal(['inspect', handle, '--json'])).json;
 
   it('turns chained back to back (each cal returns on the result, its gemini -p may still be finishing): every resume carries each earlier turn once and one new message', async () => {
-    server.clearLog();
-    const messages = ['Chained one.', 'Chained two.', 'Chained three.'];
-    // Whether cal returned on the result while its gemini -p still ran (Gemini exits 94-175 ms
-    // after it): the handle then names that process until the next turn.
-    const returnedBeforeExit: boolean[] = [];
-    for (const m of messages) {
-      const run = await cal(['continue', handle, '--json', ...TIMEOUT, m]);
-      expect(run.code, run.stderr).toBe(0);
-      expect(run.json.turn).toMatchObject({ status: 'completed', answer: `Received: ${m}` });
-      returnedBeforeExit.push(((await inspect()).provider.cliProcess ?? null) !== null);
-    }
-    expect(returnedBeforeExit, 'cal returned on the result before gemini -p exited, at least once').toContain(true);
-    const turns = server.turnRequests();
-    expect(turns.map((t) => t.lastUserMessage)).toEqual(messages);
-    for (let k = 1; k < turns.length; k++) expect(turns[k]!.userMessages).toEqual([...turns[k - 1]!.userMessages, messages[k]]);
+    await chainedStructuredTurns({ cal, inspect, server, handle, timeout: TIMEOUT }, 'gemini -p');
   });
 
   it('a continue while a structured turn runs: busy (5) at once, never sent; with --wait it waits in line and runs as its own turn', async () => {

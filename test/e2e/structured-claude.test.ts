@@ -11,9 +11,7 @@ import type { ModelServer } from '../../src/model/server.js';
 import { eventsOf, handleFromStderr, runCal } from '../support/cal.js';
 import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 import { calBin, pinnedCli } from '../support/clis.js';
-import { busyWhileStructuredTurnRuns } from '../support/structured-busy.js';
-import { until } from '../support/structured-fakes.js';
-import { processExited } from '../../src/util/process-identity.js';
+import { busyWhileStructuredTurnRuns, chainedStructuredTurns } from '../support/structured-busy.js';
 
 /**
  * Issue 15 acceptance for Claude Code: `--transport structured` drives the real pinned `claude`
@@ -107,25 +105,7 @@ describe('Claude Code with --transport structured, end to end', () => {
 
   // After the 200 KB test, which counts the session's messages.
   it('turns chained back to back (each cal returns on the result, its claude -p may still be finishing): every resume carries each earlier turn once and one new message', async () => {
-    server.clearLog();
-    const messages = ['Chained one.', 'Chained two.', 'Chained three.'];
-    // Whether cal returned on the result while its claude -p still ran: the handle then names that
-    // process until the next turn (claude -p exits 20-50 ms after its result, cal reads it in <1 ms).
-    const returnedBeforeExit: boolean[] = [];
-    for (const m of messages) {
-      const run = await cal(['continue', handle, '--json', ...TIMEOUT, m]);
-      expect(run.code, run.stderr).toBe(0);
-      expect(run.json.turn).toMatchObject({ status: 'completed', answer: `Received: ${m}` });
-      returnedBeforeExit.push(((await inspect()).provider.cliProcess ?? null) !== null);
-    }
-    expect(returnedBeforeExit, 'cal returned on the result before claude -p exited, at least once').toContain(true);
-    const turns = server.turnRequests();
-    expect(turns.map((t) => t.lastUserMessage)).toEqual(messages);
-    for (let k = 1; k < turns.length; k++) expect(turns[k]!.userMessages).toEqual([...turns[k - 1]!.userMessages, messages[k]]);
-    // The CLI of the last turn has exited (or is named on the handle while it finishes).
-    const proc = (await inspect()).provider.cliProcess as { pid: number } | null;
-    // (A zombie counts as exited: an init that reaps late keeps it in the table.)
-    if (proc) await until(() => processExited(proc.pid), 'the last claude -p to exit');
+    await chainedStructuredTurns({ cal, inspect, server, handle, timeout: TIMEOUT }, 'claude -p');
   });
 
   it('a message starting with "/" reaches the model as text instead of running a slash command', async () => {

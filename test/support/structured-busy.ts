@@ -2,6 +2,7 @@ import fs from 'node:fs/promises';
 import { expect } from 'vitest';
 import type { ModelServer } from '../../src/model/server.js';
 import { eventsOf, type CalRun } from './cal.js';
+import { processExited } from '../../src/util/process-identity.js';
 import { until } from './structured-fakes.js';
 
 /** One structured session of a CLI's end-to-end suite, as the busy scenario needs it. */
@@ -56,4 +57,30 @@ export async function busyWhileStructuredTurnRuns(s: StructuredSession): Promise
   expect(await fs.readFile(view.provider.transcript.path, 'utf8')).not.toContain(refused);
   // A refusal is no turn (issue 41): the handle's turn list has no record of it.
   expect(view.turns.find((t: { message: string }) => t.message === refused)).toBeUndefined();
+}
+
+/**
+ * Structured turns chained back to back: each `cal continue` returns on the CLI's end record
+ * while its process may still be finishing (the handle then names that process until the next
+ * turn), and every resume carries each earlier turn once and one new message. `cli` names the
+ * process in the failure messages (`claude -p`, `codex exec`, `gemini -p`).
+ */
+export async function chainedStructuredTurns(s: Omit<StructuredSession, 'codeword'>, cli: string): Promise<void> {
+  s.server.clearLog();
+  const messages = ['Chained one.', 'Chained two.', 'Chained three.'];
+  const returnedBeforeExit: boolean[] = [];
+  for (const m of messages) {
+    const run = await s.cal(['continue', s.handle, '--json', ...s.timeout, m]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.json.turn).toMatchObject({ status: 'completed', answer: `Received: ${m}` });
+    returnedBeforeExit.push(((await s.inspect()).provider.cliProcess ?? null) !== null);
+  }
+  expect(returnedBeforeExit, `cal returned on the end record before ${cli} exited, at least once`).toContain(true);
+  const turns = s.server.turnRequests();
+  expect(turns.map((t) => t.lastUserMessage)).toEqual(messages);
+  for (let k = 1; k < turns.length; k++) expect(turns[k]!.userMessages).toEqual([...turns[k - 1]!.userMessages, messages[k]]);
+  // The CLI of the last turn has exited, or is named on the handle while it finishes (a zombie
+  // counts as exited: an init that reaps late keeps it in the table).
+  const proc = (await s.inspect()).provider.cliProcess as { pid: number } | null;
+  if (proc) await until(() => processExited(proc.pid), `the last ${cli} to exit`);
 }
