@@ -1,6 +1,6 @@
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
+import { z } from '../util/zod.js';
 
 /**
  * Which Node.js a CLI written for Node runs on (docs/node.md). cal starts such a CLI by its own

@@ -140,6 +140,14 @@ describe('what a continue of one provider loads of the adapters', () => {
     const { loaded, stderr } = await calRun(calBin, ['continue', 'codexhandle2', 'hello']);
     expect(stderr).toMatch(/codex 1\.0\.0 pinned by this handle is gone/);
     expect(loaded.flatMap((u) => adapterChunk.exec(path.basename(u))?.[1] ?? [])).toEqual(['codex']);
+    // zod 4 (the ACP SDK's, 97 KB) stays in the chunk of what loads the SDK: in the shared chunk it
+    // cost every command about 3 ms of its start. Its schema classes name themselves `$Zod…`.
+    const zod4 = async (file: string) => (await fs.readFile(file, 'utf8')).includes('$ZodType');
+    const chunkFiles = (await fs.readdir(path.join(repoRoot, 'dist', 'bin'))).map((f) => path.join(repoRoot, 'dist', 'bin', f));
+    expect((await Promise.all(chunkFiles.map(zod4))).some(Boolean)).toBe(true);
+    const bundled = loaded.filter((u) => u.startsWith(path.join(repoRoot, 'dist', 'bin') + path.sep));
+    expect(bundled.length).toBeGreaterThan(2);
+    expect((await Promise.all(bundled.map(async (f) => ((await zod4(f)) ? path.basename(f) : null)))).filter(Boolean)).toEqual([]);
   });
 
   it('every adapter folder is one the registry knows (so the checks above see them all)', async () => {

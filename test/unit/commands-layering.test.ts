@@ -60,6 +60,12 @@ describe('layers of the library', () => {
     for (const file of surface) expect(allImports(file)).toContain('index.ts');
   });
 
+  it("every module takes zod from util/zod.ts (zod 3's API); zod 4 is loaded only by the ACP SDK", () => {
+    // src/adapters/cli-node.ts imported `zod` (zod 4's classic API) on every CLI turn's way.
+    const offenders = files(src).flatMap((file) => allImports(file).filter((t) => /^zod(\/|$)/.test(t) && rel(file) !== 'util/zod.ts').map((t) => `${rel(file)} → ${t}`));
+    expect(offenders).toEqual([]);
+  });
+
   it('nothing on the way to a command imports Ink, React, ora or chalk at the top level', () => {
     const eager = files(src).filter((f) => rel(f) === 'cli.ts' || rel(f) === 'index.ts' || under(rel(f), 'commands', 'library'));
     const offenders = eager.flatMap((file) => staticImports(file).filter((t) => terminalUi.test(t) || under(t, 'tui') && !t.endsWith('format.ts') && !t.endsWith('source.ts')).map((t) => `${rel(file)} → ${t}`));
