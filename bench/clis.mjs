@@ -166,6 +166,17 @@ function phase(phases, from, to) {
   return xs.length ? median(xs) : null;
 }
 
+/**
+ * The ratio a program would get that did nothing but start Node (`node -e 0` on this machine) and
+ * wait for the CLI's own part of the turn: the bare run (structured), or the CLI's turn in its
+ * pane from the paste to its record (tmux). A target under it is out of reach of any Node
+ * program on this machine, cal included; printed beside each row, so a FAIL says which it is.
+ */
+export function floorRatio(kind, phases, bareMs, nodeMs) {
+  const cliPart = kind === 'tmux' ? phase(phases, 'paste-sent', 'end-read') : bareMs;
+  return cliPart === null || !Number.isFinite(nodeMs) ? null : (nodeMs + cliPart) / bareMs;
+}
+
 /** cal's phases of one row, as words: where its own time goes. */
 export function phaseText(kind, phases, storeReads = []) {
   const reads = storeReads.some((n) => n > 0) ? `; store reads a turn ${median(storeReads)}` : '';

@@ -224,6 +224,9 @@ export class Report {
     const targets = this.rows.filter((r) => !r.noTarget).length;
     lines.push('', `${targets - misses} of ${targets} targets met.`);
     if (this.notes.length > 0) lines.push('', ...this.notes.map((n) => `- ${cell(n)}`));
+    // Where each row's time went (cal's phases, the floor beside a ratio): what the console prints.
+    const detailed = this.rows.filter((r) => r.detail);
+    if (detailed.length > 0) lines.push('', '## Where the time went', '', ...detailed.map((r) => `- ${cell(r.target)}: ${cell(r.detail)}`));
     return `${lines.join('\n')}\n`;
   }
 
