@@ -10,7 +10,7 @@ import { startModelServer, type ModelServer } from '../../src/model/server.js';
 import { handleFromStderr, interruptedCal, runCal, type CalRun } from '../support/cal.js';
 import { calBin, cliBin, pinnedCli } from '../support/clis.js';
 import { makePiHome, type ModelCliHome } from '../support/model-homes.js';
-import { busyWhileStructuredTurnRuns } from '../support/structured-busy.js';
+import { busyWhileStructuredTurnRuns, chainedStructuredTurns } from '../support/structured-busy.js';
 
 /**
  * Issue 15 acceptance for Pi: `--transport structured` drives the real pinned `pi` in its JSON
@@ -172,6 +172,10 @@ describe('Pi with --transport structured, end to end', () => {
     const run = await cal(['continue', handle, '--json', ...TIMEOUT, '/exit now']);
     expect(run.code, run.stderr).toBe(0);
     expect(lastUserMessages().at(-1)).toBe('\u200b/exit now');
+  });
+
+  it('turns chained back to back (each cal returns on agent_end, its pi may still be finishing): every resume carries each earlier turn once and one new message', async () => {
+    await chainedStructuredTurns({ cal: (args) => cal(args), inspect, server, handle, timeout: TIMEOUT }, 'pi --mode json');
   });
 
   it('a continue while a structured turn runs: busy (5) at once, never sent; with --wait it waits in line and runs as its own turn', async () => {

@@ -167,11 +167,16 @@ async function runJsonTurn(req: StructuredRunRequest): Promise<StructuredTurnRes
       stream.feed(value);
       report?.(stream);
     },
+    // The turn ends on an agent_end after an answer: Pi has written it to the session file by
+    // then, and exits 19-33 ms later with nothing more written (measured on 1.6.0; the next turn
+    // waits for that exit). After an error it may still retry (auto_retry_start), and after an
+    // abort it is ending: those wait for the exit, as before.
+    isEnded: () => stream.ended && (stream.last?.stopReason === 'stop' || stream.last?.stopReason === 'length'),
   });
   if (run.timedOut) throw new CalError('timeout', `pi --mode json gave no end of run within ${Math.round(req.timeoutMs / 1000)}s`);
   const why = lastStderrLine(run.stderr) || `exit status ${run.exitCode}`;
   if (!stream.sessionId) throw new CalError('turn_failed', `pi --mode json failed before it opened session ${sessionFile}: ${why}`);
-  const base = { sessionId: stream.sessionId, tools: stream.tools, transcriptPath: sessionFile };
+  const base = { sessionId: stream.sessionId, tools: stream.tools, transcriptPath: sessionFile, cliRunning: run.running };
   const last = stream.last;
   if (!stream.ended || !last) {
     // pi --mode json dies of a SIGINT (Ctrl-C, or cal's cancel) mid-turn without an agent_end
