@@ -134,6 +134,28 @@ describe('Pi with --transport structured, end to end', () => {
     expect(seen.filter((m) => m === failing)).toHaveLength(1);
   });
 
+  it("a user's Pi that retries a failed request (its own settings: retry on, Pi's default): cal waits for every retry, then reports the failure", async () => {
+    // cal's scripted home turns retries off; a user's own Pi retries a 500 after its agent_end.
+    const settingsFile = path.join(env.PI_CODING_AGENT_DIR as string, 'settings.json');
+    const settings = await fs.readFile(settingsFile, 'utf8');
+    await fs.writeFile(settingsFile, JSON.stringify({ ...JSON.parse(settings), retry: { enabled: true, maxRetries: 2, baseDelayMs: 100 } }));
+    try {
+      const failing = 'This one fails, retried [[cal:http=500]]';
+      server.clearLog();
+      const run = await cal(['continue', handle, '--json', ...TIMEOUT, failing]);
+      // Counted as cal returns: a turn ended on the first agent_end would see one attempt here.
+      const attempts = server.turnRequests().filter((r) => r.lastUserMessage === failing).length;
+      expect(run.code, run.stderr).toBe(10);
+      expect(run.json.turn).toMatchObject({ status: 'failed', answer: null });
+      expect(attempts).toBe(3);
+    } finally {
+      await fs.writeFile(settingsFile, settings);
+    }
+    const next = await cal(['continue', handle, '--json', ...TIMEOUT, 'What was the codeword, after the retries?']);
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.json.turn.answer).toBe('The codeword was GUAVA.');
+  });
+
   it('--stream prints the tool call and its result while the turn runs, then the text', async () => {
     const lines: any[] = [];
     const child = spawn('node', [calBin, '--state-dir', state, 'continue', handle, '--stream', '--json', ...TIMEOUT, 'Run it [[cal:shell=echo PI-STREAMED]]'], { env, stdio: ['ignore', 'pipe', 'pipe'] });

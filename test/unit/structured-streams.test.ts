@@ -109,6 +109,21 @@ describe('pi --mode json (0.73.1)', () => {
     expect(s.retryError).toBe('500 Mock internal server error');
   });
 
+  it('the run is answered (the turn may end before pi exits) only at an agent_end after a stop, never after an error Pi may retry', () => {
+    const s = pi('http500');
+    expect(s.ended).toBe(true);
+    expect(s.answered).toBe(false);
+    s.feed({ type: 'auto_retry_start', attempt: 1, maxAttempts: 3, delayMs: 2000, errorMessage: '500' });
+    s.feed({ type: 'message_end', message: { role: 'assistant', content: [{ type: 'text', text: 'Retried.' }], stopReason: 'stop' } });
+    expect(s.answered).toBe(false);
+    s.feed({ type: 'agent_end', messages: [] });
+    expect(s.answered).toBe(true);
+    const aborted = new PiStream();
+    aborted.feed({ type: 'message_end', message: { role: 'assistant', content: [], stopReason: 'aborted' } });
+    aborted.feed({ type: 'agent_end', messages: [] });
+    expect([aborted.ended, aborted.answered]).toEqual([true, false]);
+  });
+
   it('message_update: the assistant message so far becomes the partial answer as it grows', () => {
     const s = new PiStream();
     const update = (text: string) => ({ type: 'message_update', assistantMessageEvent: { type: 'text_delta', delta: text }, message: { role: 'assistant', content: [{ type: 'text', text }] } });

@@ -53,6 +53,16 @@ export class PiStream implements TurnProgress {
   private deltaText = '';
   private readonly toolIndex = new Map<string, ToolActivity>();
 
+  /**
+   * The run is over with an answer: an `agent_end` whose last reply stopped with `stop` or
+   * `length`. Pi has written that reply to its session file by then (at its `message_end`) and
+   * only exits after it. An `agent_end` after an `error` is not: Pi decides then whether to retry
+   * (`auto_retry_start`, on by default in a user's own settings); after an abort it is ending.
+   */
+  get answered(): boolean {
+    return this.ended && (this.last?.stopReason === 'stop' || this.last?.stopReason === 'length');
+  }
+
   get observation(): TurnProgress['observation'] {
     return this.sessionId ? { phase: 'running', turnKey: null } : { phase: 'waiting' };
   }
@@ -167,11 +177,9 @@ async function runJsonTurn(req: StructuredRunRequest): Promise<StructuredTurnRes
       stream.feed(value);
       report?.(stream);
     },
-    // The turn ends on an agent_end after an answer: Pi has written it to the session file by
-    // then, and exits 19-33 ms later with nothing more written (measured on 1.6.0; the next turn
-    // waits for that exit). After an error it may still retry (auto_retry_start), and after an
-    // abort it is ending: those wait for the exit, as before.
-    isEnded: () => stream.ended && (stream.last?.stopReason === 'stop' || stream.last?.stopReason === 'length'),
+    // The turn ends once Pi answered, while it still exits (19-33 ms later, nothing more written,
+    // measured on 1.6.0; the next turn waits for that exit). Any other end waits for the exit.
+    isEnded: () => stream.answered,
   });
   if (run.timedOut) throw new CalError('timeout', `pi --mode json gave no end of run within ${Math.round(req.timeoutMs / 1000)}s`);
   const why = lastStderrLine(run.stderr) || `exit status ${run.exitCode}`;
