@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { transportsAlive } from '../../src/engine/transport.js';
+import { transportAlive, transportsAlive } from '../../src/engine/transport.js';
 import type { ProviderHandle } from '../../src/handles/schema.js';
 import type { FakeCli } from '../support/fake-engine.js';
 import { FakeTmux } from '../support/fake-tmux.js';
@@ -44,7 +44,11 @@ describe('transportsAlive', () => {
       { tmux: null } as unknown as ProviderHandle, // structured: no pane
       at('/s/two', '%0', 'cal-c-1'), // alive, on another server
     ];
-    expect(await transportsAlive(handles, (socket) => servers[socket]!)).toEqual([true, false, false, false, false, false, true]);
+    const factory = (socket: string) => servers[socket]!;
+    const listed = await transportsAlive(handles, factory);
+    expect(listed).toEqual([true, false, false, false, false, false, true]);
     expect([one.listings, two.listings, one.paneStateCalls, two.paneStateCalls]).toEqual([1, 1, 0, 0]);
+    // The listing's answer is the one each handle's own check (transportAlive, a pane's state) gives.
+    expect(await Promise.all(handles.map((h) => transportAlive(h, factory)))).toEqual(listed);
   });
 });
