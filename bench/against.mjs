@@ -17,7 +17,7 @@ import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { binDir, fmt, median, must, root, timed, untilQuiet } from './lib.mjs';
+import { binDir, codeword, fmt, median, must, root, timed, untilQuiet, withoutCaBundle } from './lib.mjs';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 11);
 const others = process.argv.slice(2).map((d) => path.resolve(d));
@@ -43,7 +43,7 @@ const { AgentSessions } = await import(path.join(root, 'dist', 'sessions', 'agen
 const { tmuxSocketFor } = await import(path.join(root, 'dist', 'engine', 'tmux-socket.js'));
 const server = await startModelServer({});
 const scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'cal-bench-against-'));
-const base = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'NODE_EXTRA_CA_CERTS')), PATH: `${binDir}:${process.env.PATH}`, DISABLE_AUTOUPDATER: '1' };
+const base = { ...withoutCaBundle(process.env), PATH: `${binDir}:${process.env.PATH}`, DISABLE_AUTOUPDATER: '1' };
 const env = {
   'claude-code': await AgentSessions.scriptedModelEnv('claude-code', path.join(scratch, 'home-claude'), server.url, base),
   codex: await AgentSessions.scriptedModelEnv('codex', path.join(scratch, 'home-codex'), server.url, base),
@@ -52,7 +52,7 @@ const stateOf = (i) => path.join(scratch, `state-${i}`);
 const calIn = (i, provider, args) => timed(process.execPath, [path.join(cals[i].dir, 'bin', 'cal.cjs'), '--state-dir', stateOf(i), ...args], { env: env[provider] });
 const recalled = (run, what) => {
   must(run, what);
-  if (!run.stdout.includes('The codeword was BENCH.')) throw new Error(`${what} answered ${JSON.stringify(run.stdout.slice(0, 200))}`);
+  if (!codeword(run, 'BENCH')) throw new Error(`${what} answered ${JSON.stringify(run.stdout.slice(0, 200))}`);
   return run.ms;
 };
 
@@ -66,7 +66,7 @@ try {
       await fs.mkdir(cwd);
       const run = must(await calIn(i, k.provider, ['start', '--provider', k.provider, ...k.extra, '--cwd', cwd, 'Remember the codeword BENCH.']), `${cal.name} start (${k.kind})`);
       const handle = /handle: (\S+)/.exec(run.stderr)[1];
-      steps.push([`${cal.name}|${k.kind}`, async (m) => recalled(await calIn(i, k.provider, ['continue', handle, m]), `${cal.name} continue (${k.kind})`)]);
+      steps.push([`${i}|${k.kind}`, async (m) => recalled(await calIn(i, k.provider, ['continue', handle, m]), `${cal.name} continue (${k.kind})`)]);
     }
   }
   const claudeCwd = path.join(scratch, 'bare-claude');
@@ -108,8 +108,9 @@ const lines = [
   `|---|${cals.map(() => '---').join('|')}|`,
 ];
 for (const k of KINDS) {
-  const cells = cals.map((c) => {
-    const ms = median(times.get(`${c.name}|${k.kind}`));
+  // By position: two checkouts of one commit are two columns, never one.
+  const cells = cals.map((_, i) => {
+    const ms = median(times.get(`${i}|${k.kind}`));
     return `${fmt(ms)}, ${(ms / bare[k.bare]).toFixed(2)}x`;
   });
   lines.push(`| ${k.kind} (vs ${k.bare === 'claude' ? '`claude -p --resume`' : "npm's `codex exec resume --json`"}) | ${cells.join(' | ')} |`);

@@ -20,14 +20,13 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { calTimed, binDir, median, must, root, timed, untilQuiet } from './lib.mjs';
+import { calTimed, binDir, median, must, root, timed, untilQuiet, withoutCaBundle } from './lib.mjs';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 7);
 export const PROVIDERS = ['claude-code', 'codex', 'gemini', 'pi', 'qwen', 'copilot', 'opencode'];
 /** The targets of issue 51 and earlier rounds; a row without one is measured and shown only. */
 export const TARGETS = { 'claude-code tmux': 0.3, 'claude-code structured': 1.1, 'codex structured': 1.1, 'pi structured': 1.15, 'gemini structured': 1.15 };
 const dist = (p) => import(path.join(root, 'dist', p));
-const withoutCaBundle = (env) => Object.fromEntries(Object.entries(env).filter(([k]) => k !== 'NODE_EXTRA_CA_CERTS'));
 
 /** Whether a CLI's output (text or JSON events, possibly in streamed pieces) says the codeword. */
 function recalled(stdout) {

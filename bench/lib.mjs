@@ -15,6 +15,11 @@ export const now = () => performance.timeOrigin + performance.now();
 export const TURN_END = '"subtype":"turn_duration"';
 /** Whether a run's answer is the scripted model's recall of `word`. */
 export const codeword = (run, word) => run.stdout.includes(`The codeword was ${word}.`);
+/**
+ * An environment without NODE_EXTRA_CA_CERTS: a machine that sets it makes every node process
+ * read a CA bundle at start, which cal and node CLIs pay and native ones do not.
+ */
+export const withoutCaBundle = (env) => Object.fromEntries(Object.entries(env).filter(([k]) => k !== 'NODE_EXTRA_CA_CERTS'));
 
 export const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
