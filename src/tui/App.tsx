@@ -7,6 +7,7 @@ import { HandleDetail } from './HandleDetail.js';
 import { HandleList } from './HandleList.js';
 import { detailFooter, filtered, listFooter, targetOfSummary, targetOfView, type Target } from './keys.js';
 import { NewSessionForm } from './NewSessionForm.js';
+import { OverlayKeysContext, type ClaimKeys, type KeyHandler } from './overlay-keys.js';
 import { Confirm, LineInput } from './Prompt.js';
 import type { CertificationInfo, InspectSource, NewSessionRequest, TuiPlace } from './source.js';
 import { Toned } from './theme.js';
@@ -55,9 +56,21 @@ export function App({ source, initial, stateDir, pollMs = 1000, onAttach, clock 
   const [overlay, setShownOverlay] = useState<Overlay>(null);
   // Set at once, not at the next render: keys typed right after `s` are never read as commands.
   const overlayOpen = useRef(false);
+  // The open overlay's key handler once it is drawn (useOverlayKeys), and the keys read before.
+  const overlayKeys = useRef<KeyHandler | null>(null);
+  const keysBeforeDrawn = useRef<Parameters<KeyHandler>[]>([]);
   const setOverlay = useCallback((next: Overlay) => {
     overlayOpen.current = next !== null;
+    overlayKeys.current = null;
+    keysBeforeDrawn.current = [];
     setShownOverlay(next);
+  }, []);
+  const claimKeys = useCallback<ClaimKeys>((handler) => {
+    overlayKeys.current = handler;
+    for (const [input, key] of keysBeforeDrawn.current.splice(0)) if (overlayKeys.current === handler) handler(input, key);
+    return () => {
+      if (overlayKeys.current === handler) overlayKeys.current = null;
+    };
   }, []);
   const [filter, setFilter] = useState('');
   const [quitArmed, setQuitArmed] = useState(false);
@@ -65,6 +78,12 @@ export function App({ source, initial, stateDir, pollMs = 1000, onAttach, clock 
   const [tick, setTick] = useState(0);
   const busy = useRef(false);
   const refresh = useCallback(() => setTick((t) => t + 1), []);
+
+  // A turn sent from here ended: its handle's row is read again now, not at the next poll.
+  const endedHere = actions.ended();
+  useEffect(() => {
+    if (endedHere > 0) refresh();
+  }, [endedHere, refresh]);
 
   useEffect(() => {
     const onResize = () => setSize({ rows: stdout.rows || 40, columns: stdout.columns || 100 });
@@ -149,13 +168,16 @@ export function App({ source, initial, stateDir, pollMs = 1000, onAttach, clock 
   );
 
   // The keys go to the latest render's handler (a key can come before the effects of the render
-  // that showed what it acts on ran); while an overlay is open, its own input takes them.
-  const onKey = useRef<Parameters<typeof useInput>[0]>(() => {});
-  // One handler for the app's life, so it stays the first listener: the overlay's key that closes
-  // it (Esc, Enter, y) reaches the app while the overlay is still open, and is not acted on twice.
-  useInput(useCallback((input, key) => onKey.current(input, key), []));
+  // that showed what it acts on ran). The app's is Ink's only input listener: while an overlay
+  // is open, the overlay's handler takes each key (overlay-keys.ts).
+  const onKey = useRef<KeyHandler>(() => {});
+  useInput(useCallback<KeyHandler>((input, key) => onKey.current(input, key), []));
   onKey.current = (input, key) => {
-    if (overlayOpen.current) return;
+    if (overlayOpen.current) {
+      if (overlayKeys.current) overlayKeys.current(input, key);
+      else keysBeforeDrawn.current.push([input, key]);
+      return;
+    }
     setNotice(null);
     if (input !== 'q') setQuitArmed(false);
     if (input === 'q') {
@@ -182,7 +204,10 @@ export function App({ source, initial, stateDir, pollMs = 1000, onAttach, clock 
     if (target) {
       if (input === 's') {
         const running = actions.of(target.id);
-        const turn = target.busyTurn ?? (running && !running.ended ? (running.turn ?? 'being sent') : null);
+        // A turn sent from here that has ended is over, even where the list, read before it
+        // ended, still has it in flight (until the next read).
+        const recorded = running?.ended && running.turn === target.busyTurn ? null : target.busyTurn;
+        const turn = recorded ?? (running && !running.ended ? (running.turn ?? 'being sent') : null);
         if (turn) setNotice({ text: `${target.label} is busy: turn ${turn} is in flight (c cancels it)`, tone: 'warn' });
         else setOverlay({ kind: 'send', target });
         return;
@@ -220,81 +245,83 @@ export function App({ source, initial, stateDir, pollMs = 1000, onAttach, clock 
   const activityLines = (activity ? 5 : 0) + starting.length;
   const footer = mode === 'list' ? listFooter : detailFooter;
   return (
-    <Box flexDirection="column">
-      {mode === 'list' ? (
-        rows ? (
-          <HandleList summaries={rows} selected={row} now={now} stateDir={stateDir} maxRows={size.rows - 9 - activityLines} filter={filter} total={summaries?.length} />
-        ) : (
-          <Text>loading handles…</Text>
-        )
-      ) : shown ? (
-        <HandleDetail view={shown} screen={screen} now={now} rows={size.rows - 5 - activityLines} columns={size.columns} certification={certification} />
-      ) : error ? null : (
-        <Text>loading {ref}…</Text>
-      )}
-      {activity ? <ActivityView activity={activity} now={now} columns={size.columns} /> : null}
-      {starting.map((a, i) => (
-        <ActivityView key={i} activity={a} now={now} lines={1} columns={size.columns} />
-      ))}
-      {error ? <Toned tone="bad">{`cal: ${error}`}</Toned> : null}
-      {notice ? <Toned tone={notice.tone}>{notice.text}</Toned> : null}
-      {overlay?.kind === 'send' ? (
-        <LineInput
-          label={`message to ${overlay.target.label}: `}
-          hint="enter sends (cal continue) · esc cancels"
-          onCancel={closeOverlay}
-          onSubmit={(message) => {
-            closeOverlay();
-            actions.send(overlay.target.id, message);
-          }}
-        />
-      ) : null}
-      {overlay?.kind === 'filter' ? (
-        <LineInput
-          label="filter: "
-          initial={filter}
-          hint="id, name, provider, status or directory · enter keeps it · esc clears it"
-          onChange={(text) => {
-            setFilter(text);
-            setSelected(0);
-          }}
-          onSubmit={closeOverlay}
-          onCancel={() => {
-            setFilter('');
-            closeOverlay();
-          }}
-        />
-      ) : null}
-      {overlay?.kind === 'remove' ? (
-        <Confirm
-          question={`remove ${overlay.target.label}? its panes end and cal's records of it go (the CLI's transcript stays)`}
-          onAnswer={(yes) => {
-            const { target: removed } = overlay;
-            closeOverlay();
-            if (!yes) return setNotice({ text: `kept ${removed.label}`, tone: 'warn' });
-            act(`removing ${removed.label}…`, () => source.remove(removed.id), () => setMode('list'));
-          }}
-        />
-      ) : null}
-      {overlay?.kind === 'new' ? (
-        <NewSessionForm
-          initial={overlay.initial}
-          providers={source.providers}
-          onCancel={closeOverlay}
-          onSubmit={(request) => {
-            closeOverlay();
-            setMode('list');
-            actions.start(request);
-          }}
-        />
-      ) : null}
-      <Box marginTop={1} flexDirection="column">
-        {footer.map((line) => (
-          <Toned key={line} tone="dim">
-            {line}
-          </Toned>
+    <OverlayKeysContext.Provider value={claimKeys}>
+      <Box flexDirection="column">
+        {mode === 'list' ? (
+          rows ? (
+            <HandleList summaries={rows} selected={row} now={now} stateDir={stateDir} maxRows={size.rows - 9 - activityLines} filter={filter} total={summaries?.length} />
+          ) : (
+            <Text>loading handles…</Text>
+          )
+        ) : shown ? (
+          <HandleDetail view={shown} screen={screen} now={now} rows={size.rows - 5 - activityLines} columns={size.columns} certification={certification} />
+        ) : error ? null : (
+          <Text>loading {ref}…</Text>
+        )}
+        {activity ? <ActivityView activity={activity} now={now} columns={size.columns} /> : null}
+        {starting.map((a, i) => (
+          <ActivityView key={i} activity={a} now={now} lines={1} columns={size.columns} />
         ))}
+        {error ? <Toned tone="bad">{`cal: ${error}`}</Toned> : null}
+        {notice ? <Toned tone={notice.tone}>{notice.text}</Toned> : null}
+        {overlay?.kind === 'send' ? (
+          <LineInput
+            label={`message to ${overlay.target.label}: `}
+            hint="enter sends (cal continue) · esc cancels"
+            onCancel={closeOverlay}
+            onSubmit={(message) => {
+              closeOverlay();
+              actions.send(overlay.target.id, message);
+            }}
+          />
+        ) : null}
+        {overlay?.kind === 'filter' ? (
+          <LineInput
+            label="filter: "
+            initial={filter}
+            hint="id, name, provider, status or directory · enter keeps it · esc clears it"
+            onChange={(text) => {
+              setFilter(text);
+              setSelected(0);
+            }}
+            onSubmit={closeOverlay}
+            onCancel={() => {
+              setFilter('');
+              closeOverlay();
+            }}
+          />
+        ) : null}
+        {overlay?.kind === 'remove' ? (
+          <Confirm
+            question={`remove ${overlay.target.label}? its panes end and cal's records of it go (the CLI's transcript stays)`}
+            onAnswer={(yes) => {
+              const { target: removed } = overlay;
+              closeOverlay();
+              if (!yes) return setNotice({ text: `kept ${removed.label}`, tone: 'warn' });
+              act(`removing ${removed.label}…`, () => source.remove(removed.id), () => setMode('list'));
+            }}
+          />
+        ) : null}
+        {overlay?.kind === 'new' ? (
+          <NewSessionForm
+            initial={overlay.initial}
+            providers={source.providers}
+            onCancel={closeOverlay}
+            onSubmit={(request) => {
+              closeOverlay();
+              setMode('list');
+              actions.start(request);
+            }}
+          />
+        ) : null}
+        <Box marginTop={1} flexDirection="column">
+          {footer.map((line) => (
+            <Toned key={line} tone="dim">
+              {line}
+            </Toned>
+          ))}
+        </Box>
       </Box>
-    </Box>
+    </OverlayKeysContext.Provider>
   );
 }

@@ -1,5 +1,6 @@
 import { useRef, useState } from 'react';
-import { Box, Text, useInput } from 'ink';
+import { Box, Text } from 'ink';
+import { useOverlayKeys } from './overlay-keys.js';
 import { beforeEnter, editLine } from './Prompt.js';
 import type { NewSessionRequest } from './source.js';
 import { Toned } from './theme.js';
@@ -31,7 +32,7 @@ export function NewSessionForm({ initial, providers, onSubmit, onCancel }: NewSe
     form.current = next;
     setShown(next);
   };
-  useInput((input, key) => {
+  useOverlayKeys((input, key) => {
     if (key.escape) return onCancel();
     const next = (values: NewSessionRequest, field: number) => {
       if (field < fields.length - 1) set({ values, field: field + 1 });

@@ -1,5 +1,6 @@
 import { useRef, useState } from 'react';
-import { Box, Text, useInput } from 'ink';
+import { Box, Text } from 'ink';
+import { useOverlayKeys } from './overlay-keys.js';
 import { Toned } from './theme.js';
 
 export interface LineInputProps {
@@ -36,7 +37,7 @@ export function LineInput({ label, initial = '', hint, onChange, onSubmit, onCan
   const [value, setValue] = useState(initial);
   // Keys can come faster than renders: each edit starts from the last one, not from the last render.
   const current = useRef(initial);
-  useInput((input, key) => {
+  useOverlayKeys((input, key) => {
     if (key.escape) return onCancel();
     if (key.return) return onSubmit(current.current);
     const typed = beforeEnter(input);
@@ -68,7 +69,7 @@ export interface ConfirmProps {
 
 /** A y/n question: y confirms; n or Esc declines; other keys are ignored. */
 export function Confirm({ question, onAnswer }: ConfirmProps) {
-  useInput((input, key) => {
+  useOverlayKeys((input, key) => {
     if (input === 'y' || input === 'Y') onAnswer(true);
     else if (input === 'n' || input === 'N' || key.escape) onAnswer(false);
   });

@@ -60,6 +60,11 @@ export class Actions {
     return this.list.filter((a) => a.handle === null && a.ended === null);
   }
 
+  /** How many turns sent from here have ended (the view reads the list again after each). */
+  ended(): number {
+    return this.list.filter((a) => a.ended !== null).length;
+  }
+
   /** How many turns sent from here are still in flight. */
   inFlight(): number {
     return this.list.filter((a) => a.ended === null).length;

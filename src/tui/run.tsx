@@ -3,6 +3,7 @@ import { Actions } from './actions.js';
 import { App } from './App.js';
 import { colorEnabled } from './format.js';
 import type { InspectSource, TuiPlace } from './source.js';
+import { BRACKETED_PASTE_OFF, BRACKETED_PASTE_ON, KeyReader } from './key-reader.js';
 import { ColorContext } from './theme.js';
 import { spawnChild } from '../util/spawn.js';
 
@@ -31,7 +32,9 @@ export async function runTui(opts: TuiOptions): Promise<number> {
   const actions = new Actions(opts.source);
   try {
     for (;;) {
-      out.write(ENTER_ALT_SCREEN);
+      out.write(ENTER_ALT_SCREEN + BRACKETED_PASTE_ON);
+      // Keys one at a time, pastes whole (key-reader.ts); a reader per mount, as Ink's own.
+      const keys = new KeyReader(process.stdin);
       const request: { argv: string[] | null } = { argv: null };
       const instance = render(
         <ColorContext.Provider value={colorEnabled()}>
@@ -48,10 +51,12 @@ export async function runTui(opts: TuiOptions): Promise<number> {
             }}
           />
         </ColorContext.Provider>,
-        { exitOnCtrlC: true, patchConsole: false },
+        { exitOnCtrlC: true, patchConsole: false, stdin: keys as unknown as NodeJS.ReadStream },
       );
       await instance.waitUntilExit();
       instance.cleanup();
+      keys.destroy();
+      out.write(BRACKETED_PASTE_OFF);
       if (!request.argv) {
         // Quit (q, Ctrl-C) with turns sent from here in flight: each is cancelled (as Ctrl-C
         // cancels cal continue) and settled before cal exits, so none is left for cal recover.
@@ -66,7 +71,7 @@ export async function runTui(opts: TuiOptions): Promise<number> {
       notice = code === 0 ? null : `tmux attach ended with status ${code}`;
     }
   } finally {
-    out.write(LEAVE_ALT_SCREEN);
+    out.write(BRACKETED_PASTE_OFF + LEAVE_ALT_SCREEN);
   }
 }
 

@@ -96,6 +96,32 @@ describe('inspect App: the actions', () => {
     expect(lastFrame()).not.toContain('message to');
   });
 
+  it('a turn sent from here that ended is not busy though the list, read before it ended, says so; the list is read again at its end', async () => {
+    const src = source();
+    const app = render(<App source={src} initial={{ mode: 'list', ref: null, selected: 0 }} clock={() => NOW} pollMs={60_000} defaultCwd="/home/me" />);
+    const { lastFrame, stdin } = app;
+    await waitForFrame(lastFrame, (f) => f.includes('› aaaaaa1111'));
+    await tick();
+    stdin.write('s');
+    await waitForFrame(lastFrame, (f) => f.includes('message to aaaaaa1111 (one):'));
+    await tick();
+    stdin.write('Hello\r');
+    await waitForFrame(lastFrame, () => src.turns.length === 1);
+    // The records as the list read them while the turn ran; the next read (at the end) is later.
+    src.summaries = [summary('aaaaaa1111', { name: 'one' }, turn(2, { id: 't0002-xyz', status: 'running', answer: null }))];
+    stdin.write('r');
+    await waitForFrame(lastFrame, (f) => /aaaaaa1111 .*running/.test(f));
+    const reads = src.calls.filter((c) => c === 'list').length;
+    src.turns[0]!.resolve({ handle: 'aaaaaa1111', turn: 't0002-xyz', answer: 'Hi.' });
+    await waitForFrame(lastFrame, (f) => f.includes('✓ answer from aaaaaa1111 t0002-xyz'));
+    await waitForFrame(lastFrame, () => src.calls.filter((c) => c === 'list').length > reads);
+    // That read still has it running (written before the end reached the records): s opens the input.
+    await tick();
+    stdin.write('s');
+    await waitForFrame(lastFrame, (f) => f.includes('message to aaaaaa1111 (one):'));
+    expect(lastFrame()).not.toContain('is busy');
+  });
+
   it('Esc closes the input without sending; a failed send shows the error as cal prints it, on one line', async () => {
     const src = source();
     const { lastFrame, stdin } = await open(src, { mode: 'detail', ref: 'abc123def0', selected: 0 });
