@@ -35,7 +35,7 @@ const own = (id) => id.startsWith(dist) && !id.includes(`${path.sep}node_modules
 const relative = (id) => id.slice(dist.length).split(path.sep).join('/');
 // With them, what bin/cal.cjs runs before the command line (commands/early-start.js, the entry
 // `early`): it may start a CLI, and the sooner the better.
-const baseModules = new Set(['errors.js', 'commands/spec.js', 'util/timing.js', 'util/package-root.js', 'util/closed-pipe.js', 'cli-argv.js', 'commands/early-start.js', 'sessions/early-start.js', 'handles/id.js', 'adapters/early-launch.js', 'util/spawn.js', 'state/paths.js', 'util/private-dir.js', 'util/random.js']);
+const baseModules = new Set(['errors.js', 'commands/spec.js', 'util/timing.js', 'util/package-root.js', 'util/closed-pipe.js', 'cli-argv.js', 'commands/early-start.js', 'sessions/early-start.js', 'handles/id.js', 'adapters/early-launch.js', 'util/spawn.js', 'state/paths.js', 'util/private-dir.js', 'util/random.js', 'util/process-identity.js']);
 // The commands' own modules, read from cli.ts's table of them (so a new command gets its chunk
 // without a second list here to keep).
 const cliTable = /commandModules[^=]*=\s*\{([\s\S]*?)\};/.exec(readFileSync(path.join(root, 'dist', 'cli.js'), 'utf8'))?.[1] ?? '';

@@ -6,6 +6,11 @@ import { ensurePlainDirSync } from '../util/private-file.js';
 import { spawnChild } from '../util/spawn.js';
 import { randomBytes } from '../util/random.js';
 import { timingDetail, timingMark } from '../util/timing.js';
+
+/** Why a CLI started early went unused, in the timing trace (a benchmark or a test reads it). */
+export function earlyLaunchUnused(reason: string): void {
+  timingDetail('early-launch-unused', () => reason);
+}
 import { isPrivateDir, ownedPrivately } from '../util/private-dir.js';
 
 /**
@@ -211,6 +216,7 @@ export function takeEarlyLaunch(launch: JsonlLaunch, transcript: string | null):
   const child = started.spawned.child;
   const running = child.exitCode === null && child.signalCode === null;
   if (!running || started.transcript !== transcript || !sameLaunch(started.launch, launch)) {
+    earlyLaunchUnused(!running ? 'it exited' : started.transcript !== transcript ? 'another transcript' : 'another launch');
     discardEarlyLaunch();
     return null;
   }

@@ -1,4 +1,4 @@
-import { fileStamp, sameLaunch, takeEarlyLaunch } from './early-launch.js';
+import { earlyLaunchUnused, fileStamp, sameLaunch, takeEarlyLaunch } from './early-launch.js';
 import { startJsonlProcess, type HeldJsonlProcess, type JsonlLaunch } from './structured-process.js';
 import type { StartedStructuredTurn, StructuredRunRequest, StructuredStartRequest, StructuredTurnResult } from './types.js';
 
@@ -35,6 +35,7 @@ export function startHeldTurn(
         sameLaunch(launch, launchOf(run, sessionId)) &&
         fileStamp(run.knownTranscript) === before;
       if (same) return runTurn(run, held);
+      earlyLaunchUnused(fileStamp(run.knownTranscript) === before ? 'the turn differs' : 'the transcript changed since its start');
       held.discard();
       return runTurn(run);
     },

@@ -7,7 +7,7 @@ import { waitForChange } from '../transcripts/jsonl-tail.js';
 import { checkArgvSize, paneCommand } from './launch-script.js';
 import { awaitEmptyBox, clearDraft, enterDropped, pasteAndSubmit, showsEmptyBox } from './draft.js';
 import type { PreparedMessage } from './message.js';
-import { ownPane, PANE_TAG_ENV, samePane } from './tmux-control.js';
+import { PANE_TAG_ENV, samePane } from './tmux-control.js';
 import { feedSignals, feedTranscript } from './transcript-feed.js';
 import { processRuns, processStartTime } from '../util/process-identity.js';
 import { timingMark } from '../util/timing.js';

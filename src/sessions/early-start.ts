@@ -4,6 +4,7 @@ import { readPrivateJson, startRecordedLaunch } from '../adapters/early-launch.j
 import { isHandleId } from '../handles/id.js';
 import { removedMarkFile, resolveStateDir, stateLayout } from '../state/paths.js';
 import { isPrivateDir } from '../util/private-dir.js';
+import { processRuns } from '../util/process-identity.js';
 
 /** A handle file larger than this is no handle the early start trusts (the turn reads it itself). */
 const HANDLE_MAX_BYTES = 1024 * 1024;
@@ -25,7 +26,7 @@ export function startRecordedContinuation(stateDir: string | undefined, ref: str
     const { homes, handles } = stateLayout(root);
     if (!isPrivateDir(root) || !isPrivateDir(homes) || !isPrivateDir(handles)) return;
     const handle = readPrivateJson(path.join(handles, `${ref}.json`), HANDLE_MAX_BYTES);
-    if (isPresent(removedMarkFile(handles, ref))) return;
+    if (isPresent(removedMarkFile(handles, ref)) || previousCliRuns(handle)) return;
     startRecordedLaunch(path.join(homes, ref), env, (record) => recordBelongsToHandle(handle, ref, record));
   } catch {
     // Nothing started: the turn starts its CLI itself.
@@ -45,6 +46,17 @@ export function recordBelongsToHandle(handle: unknown, id: string, record: { pro
   if (typeof p !== 'object' || p === null || p.provider !== record.provider || p.transport !== 'structured') return false;
   if (record.cwd !== p.workingDir?.path && record.cwd !== p.workingDir?.realPath) return false;
   return record.transcript === (p.transcript?.path ?? null);
+}
+
+/**
+ * Whether the handle's last turn left its CLI finishing (it ended the turn, then exits): the turn
+ * waits for it, and a CLI that writes its transcript as it exits changes what an early one was
+ * started on, so an early start would only be killed unused (seen under load, in CI).
+ */
+export function previousCliRuns(handle: unknown): boolean {
+  const proc = (handle as { provider?: { cliProcess?: { pid?: unknown; startTime?: unknown } | null } } | null)?.provider?.cliProcess;
+  if (typeof proc !== 'object' || proc === null || typeof proc.pid !== 'number' || !Number.isInteger(proc.pid) || proc.pid <= 0) return false;
+  return processRuns(proc.pid, typeof proc.startTime === 'string' ? proc.startTime : null);
 }
 
 function isPresent(file: string): boolean {

@@ -12,6 +12,8 @@ import { eventsOf, handleFromStderr, runCal } from '../support/cal.js';
 import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 import { calBin, pinnedCli } from '../support/clis.js';
 import { busyWhileStructuredTurnRuns, chainedStructuredTurns } from '../support/structured-busy.js';
+import { until } from '../support/structured-fakes.js';
+import { processRuns } from '../../src/util/process-identity.js';
 
 /**
  * Issue 15 acceptance for Claude Code: `--transport structured` drives the real pinned `claude`
@@ -32,6 +34,15 @@ describe('Claude Code with --transport structured, end to end', () => {
   const cal = (args: string[], input?: string) => suite.cal(args, input === undefined ? {} : { input });
   const inspect = async (h = handle) => (await cal(['inspect', h, '--json'])).json;
   const userMessagesOfLastTurn = () => server.turnRequests().at(-1)?.userMessages ?? [];
+  /**
+   * Until the last turn's claude -p, still exiting when cal returned, is gone, as it is by the
+   * time a person types the next message: cal's entry starts the next one early only then
+   * (sessions/early-start.ts), since what it writes as it exits would discard an early one.
+   */
+  const lastCliExited = async () => {
+    const proc = (await inspect()).provider.cliProcess as { pid: number; startTime: string | null } | null | undefined;
+    if (proc) await until(() => !processRuns(proc.pid, proc.startTime), `claude -p ${proc.pid} to exit`, 20_000);
+  };
 
   beforeAll(async () => {
     suite = await cliSuite('claude-code', { prefix: 'structured-claude' });
@@ -65,13 +76,15 @@ describe('Claude Code with --transport structured, end to end', () => {
 
   it('continue resumes the same session with only the new message and recalls', async () => {
     server.clearLog();
+    await lastCliExited();
     const trace = path.join(suite.root, 'first-continue-trace');
     const run = await suite.cal(['continue', handle, '--json', '--events', ...TIMEOUT, m2], { env: { CAL_TRACE_TIMING: trace } });
     expect(run.code, run.stderr).toBe(0);
     // Already the first continue after start runs the claude -p cal's entry started (the start
     // answered Claude's config again after the CLI's first run: nothing left to write now).
-    const marks = (await fs.readFile(trace, 'utf8')).split('\n').filter(Boolean).map((l) => l.split(' ')[2]);
-    expect(marks.filter((m) => m === 'structured-spawned')).toHaveLength(1);
+    const lines = (await fs.readFile(trace, 'utf8')).split('\n').filter(Boolean);
+    const marks = lines.map((l) => l.split(' ')[2]);
+    expect(marks.filter((m) => m === 'structured-spawned'), lines.filter((l) => l.includes('early-launch-unused')).join('\n')).toHaveLength(1);
     expect(marks.indexOf('structured-spawned')).toBeLessThan(marks.indexOf('main'));
     expect(run.json.turn).toMatchObject({ status: 'completed', answer: 'The codeword was QUINCE.' });
     expect(eventsOf(run)).toEqual(['resuming', 'running', 'completed']);
@@ -223,6 +236,7 @@ describe('Claude Code with --transport structured, end to end', () => {
       const trace = path.join(suite.root, `early-trace-${n}`);
       const message = `What was the codeword? (early ${n})`;
       server.clearLog();
+      await lastCliExited();
       const run = await suite.cal(['continue', handle, '--json', ...TIMEOUT, message], { env: { CAL_TRACE_TIMING: trace, ...env } });
       expect(run.code, run.stderr).toBe(0);
       expect(run.json.turn.answer).toBe('The codeword was QUINCE.');
