@@ -11,9 +11,11 @@ import vm from 'node:vm';
  * mostly skipped. The cache is written after the command ran, so it holds the functions that
  * were really compiled, not only the top level.
  *
- * A cache entry is named by the chunk's name and a hash of its source (a chunk whose text changed
- * gets a new entry, whatever its name, size and time; V8 itself checks only the source length
- * and its own version and flags, so an entry for other text would run that text's code), in a
+ * A cache entry holds the chunk's source beside V8's data, and is used only for a chunk whose
+ * bytes are those (V8 itself checks only the source length and its own version and flags, so an
+ * entry for other text would run that text's code; an upgrade can keep a chunk's name, size and
+ * time). Comparing the bytes is a memcmp, where hashing the source in JavaScript took 3-4 ms of
+ * every start (a fresh process runs the loop unoptimized). Entries are named by chunk, in a
  * folder per V8 version, architecture and installed cal (its chunks' folder); entries whose chunk
  * is gone (an earlier build) are removed when new ones are written. A cache entry is code cal
  * runs, so the cache is used only as the state directory is: a folder of this user's, 0700, not
@@ -24,6 +26,7 @@ import vm from 'node:vm';
 
 interface CompiledChunk {
   entry: string;
+  source: Buffer;
   script: vm.Script;
 }
 
@@ -46,31 +49,32 @@ export function compileCacheDir(chunks: string, env: NodeJS.ProcessEnv = process
   return path.join(cacheRoot(env), 'compile', `v8-${process.versions.v8}-${process.arch}-${shortHash(chunks)}`);
 }
 
-/**
- * A 64-bit hash of a chunk's source, in hex: two FNV-1a passes with different offsets, so an entry
- * is named by what the chunk says, not by its name, size or time (V8 checks only the source's
- * length, and an upgrade can keep a chunk's name, size and time while its text changes: the cache
- * would then run the old code).
- */
-function contentHash(text: string): string {
-  let a = 0x811c9dc5;
-  let b = 0x050c5d1f;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193) >>> 0;
-    b = Math.imul(b ^ c, 0x01000193) >>> 0;
-    b = (b ^ (b >>> 15)) >>> 0;
-  }
-  return a.toString(16).padStart(8, '0') + b.toString(16).padStart(8, '0');
+/** A chunk's entry: `<chunk name>.v8`. */
+function entryFor(dir: string, file: string): string {
+  return path.join(dir, `${path.basename(file)}.v8`);
 }
 
-/** The entry of a chunk with this source: `<chunk name>-<hash of its source>`. */
-function entryFor(dir: string, file: string, content: string): string {
-  return path.join(dir, `${path.basename(file)}-${contentHash(content)}`);
+/** An entry's name: the chunk it is for. */
+const ENTRY_NAME = /^(.+)\.v8$/;
+
+/** An entry: this magic, the source's length (uint32 LE), the source, then V8's cached data. */
+const ENTRY_MAGIC = Buffer.from('calv8src');
+const HEADER_BYTES = ENTRY_MAGIC.length + 4;
+
+function entryBytes(source: Buffer, cachedData: Buffer): Buffer {
+  const header = Buffer.alloc(HEADER_BYTES);
+  ENTRY_MAGIC.copy(header);
+  header.writeUInt32LE(source.length, ENTRY_MAGIC.length);
+  return Buffer.concat([header, source, cachedData]);
 }
 
-/** An entry's name: the chunk it is for and the hash of that chunk's source. */
-const ENTRY_NAME = /^(.+)-([0-9a-f]{16})$/;
+/** The cached data in an entry, if the entry was written for exactly these source bytes. */
+function cachedDataFor(entry: Buffer | undefined, source: Buffer): Buffer | undefined {
+  if (!entry || entry.length < HEADER_BYTES || !entry.subarray(0, ENTRY_MAGIC.length).equals(ENTRY_MAGIC)) return undefined;
+  const end = HEADER_BYTES + entry.readUInt32LE(ENTRY_MAGIC.length);
+  if (end >= entry.length || !entry.subarray(HEADER_BYTES, end).equals(source)) return undefined;
+  return entry.subarray(end);
+}
 
 /** Whether a path is this user's own: not a symlink, not writable by group or others. */
 function ownedPrivately(st: { uid: number; mode: number }): boolean {
@@ -106,23 +110,21 @@ function writeEntries(dir: string, chunks: string, compiled: CompiledChunk[]): v
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const current = new Set(compiled.map((c) => path.basename(c.entry)));
-    const recompiled = new Set(compiled.map((c) => ENTRY_NAME.exec(path.basename(c.entry))?.[1]));
     for (const name of readdirSync(dir)) {
       if (current.has(name) || name.endsWith('.tmp')) continue;
       const entry = ENTRY_NAME.exec(name);
-      // Gone: an entry of the older naming (name, size, time), of a chunk no longer installed, or
-      // of a chunk compiled now from other source (the entry holds its earlier text's code).
-      const stale = !entry || recompiled.has(entry[1]) || !existsSync(path.join(chunks, entry[1] as string));
-      if (stale) rmSync(path.join(dir, name), { force: true });
+      // Gone: an entry of an older naming (name, size, time; a hash of the source) or of a chunk
+      // no longer installed.
+      if (!entry || !existsSync(path.join(chunks, entry[1] as string))) rmSync(path.join(dir, name), { force: true });
     }
   } catch {
     return;
   }
-  for (const { entry, script } of compiled) {
+  for (const { entry, source, script } of compiled) {
     // Another cal may write the same entry at the same time: each writes its own file, then renames.
     const tmp = `${entry}.${process.pid}.tmp`;
     try {
-      writeFileSync(tmp, script.createCachedData(), { mode: 0o600 });
+      writeFileSync(tmp, entryBytes(source, script.createCachedData()), { mode: 0o600 });
       renameSync(tmp, entry);
     } catch {
       // A cache that cannot be written changes nothing but the next start's speed.
@@ -145,20 +147,22 @@ export function requireWithCompileCache<T>(entry: string, env: NodeJS.ProcessEnv
   const dir = compileCacheDir(chunks, env);
   if (env.CAL_COMPILE_CACHE === '0' || !usableDir(dir)) return require(entry) as T;
   const compiledNow: CompiledChunk[] = [];
-  // Module.prototype._compile is what Node calls with a CommonJS file's source: the one place a
-  // loader can hand V8 cached data (v8-compile-cache hooks the same place).
-  const proto = Module.prototype as unknown as { _compile(content: string, filename: string): unknown };
-  const compile = proto._compile;
-  proto._compile = function (this: NodeJS.Module, content: string, filename: string) {
-    if (!filename.startsWith(chunks)) return compile.call(this, content, filename);
-    const cacheEntry = entryFor(dir, filename, content);
-    const cachedData = readEntry(cacheEntry);
+  // The loader of .js and .cjs files (Module._extensions, as v8-compile-cache hooks Node's
+  // loading): a chunk is read here as bytes, so that one read is both what is compared with the
+  // entry and what runs.
+  const extensions = (Module as unknown as { _extensions: Record<string, (module: NodeJS.Module, filename: string) => void> })._extensions;
+  const loadJs = extensions['.js'] as (module: NodeJS.Module, filename: string) => void;
+  extensions['.js'] = function (this: unknown, module: NodeJS.Module, filename: string) {
+    if (!filename.startsWith(chunks)) return loadJs.call(this, module, filename);
+    const source = readFileSync(filename);
+    const cacheEntry = entryFor(dir, filename);
+    const cachedData = cachedDataFor(readEntry(cacheEntry), source);
     // No import() runs in a chunk (the bundler turns cal's own into requires; the TUI's door is
     // tui/load.ts): a vm script's import() would need an experimental loader option.
-    const script = new vm.Script(Module.wrap(content), { filename, ...(cachedData ? { cachedData } : {}) });
-    if (cachedData === undefined || script.cachedDataRejected) compiledNow.push({ entry: cacheEntry, script });
+    const script = new vm.Script(Module.wrap(source.toString('utf8')), { filename, ...(cachedData ? { cachedData } : {}) });
+    if (cachedData === undefined || script.cachedDataRejected) compiledNow.push({ entry: cacheEntry, source, script });
     const run = script.runInThisContext({ displayErrors: true }) as (...args: unknown[]) => unknown;
-    return run.call(this.exports, this.exports, createRequire(filename), this, filename, path.dirname(filename));
+    run.call(module.exports, module.exports, createRequire(filename), module, filename, path.dirname(filename));
   };
   process.once('exit', () => {
     if (compiledNow.length > 0) writeEntries(dir, chunks, compiledNow);
