@@ -6,11 +6,6 @@ import { ensurePlainDirSync } from '../util/private-file.js';
 import { spawnChild } from '../util/spawn.js';
 import { randomBytes } from '../util/random.js';
 import { timingDetail, timingMark } from '../util/timing.js';
-
-/** Why a CLI started early went unused, in the timing trace (a benchmark or a test reads it). */
-export function earlyLaunchUnused(reason: string): void {
-  timingDetail('early-launch-unused', () => reason);
-}
 import { isPrivateDir, ownedPrivately } from '../util/private-dir.js';
 
 /**
@@ -98,6 +93,11 @@ export function spawnToFiles(launch: JsonlLaunch, stdin: number | 'pipe'): Spawn
   // A CLI that ended before its input was written (EPIPE) says why on stderr and by its exit.
   child.stdin?.on('error', () => undefined);
   return { child, exit, outRead, errRead };
+}
+
+/** Why a CLI started early went unused, in the timing trace (a benchmark or a test reads it). */
+export function earlyLaunchUnused(reason: string): void {
+  timingDetail('early-launch-unused', () => reason);
 }
 
 /** Whether two launches run the same thing: argv, working directory and environment (in any order). */

@@ -50,8 +50,9 @@ export function recordBelongsToHandle(handle: unknown, id: string, record: { pro
 
 /**
  * Whether the handle's last turn left its CLI finishing (it ended the turn, then exits): the turn
- * waits for it, and a CLI that writes its transcript as it exits changes what an early one was
- * started on, so an early start would only be killed unused (seen under load, in CI).
+ * waits for it, and what that CLI writes as it exits (its transcript; Claude's config in a
+ * managed home) discards an early one. The likely cause of a second spawn CI saw under load; not
+ * reproduced here, so the trace now says why an early CLI went unused (earlyLaunchUnused).
  */
 export function previousCliRuns(handle: unknown): boolean {
   const proc = (handle as { provider?: { cliProcess?: { pid?: unknown; startTime?: unknown } | null } } | null)?.provider?.cliProcess;
