@@ -264,11 +264,12 @@ interface CliAdapterBase {
   readVersion?(executable: string, env: Record<string, string>): Promise<string>;
   /**
    * Pre-answer startup dialogs for this working directory (onboarding, …; folder trust is
-   * `folderTrust`'s, applied by the engine before this). Resolves to
-   * false when everything was in place and nothing was written (a CLI started before it read the
-   * same configuration); anything else means it may have written what a CLI reads at its start.
+   * `folderTrust`'s, applied by the engine before this). Resolves to true when it wrote what a
+   * CLI reads at its start, false when everything was in place and nothing was written: a CLI
+   * cal's entry started early read the same configuration, and is kept only on false. A boolean,
+   * never void: an adapter that said nothing discarded every early start (Codex did, unseen).
    */
-  prepare(env: Record<string, string>, config: SessionConfig): Promise<boolean | void>;
+  prepare(env: Record<string, string>, config: SessionConfig): Promise<boolean>;
   launch(req: LaunchRequest): LaunchPlan;
   /**
    * Optional: makes what a launch plan names exist before its pane starts, for a CLI that takes

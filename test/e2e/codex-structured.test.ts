@@ -8,6 +8,7 @@ import { listRollouts, readRollout } from '../support/codex-home.js';
 import { TIMEOUT } from '../support/shared-scenarios.js';
 import { busyWhileStructuredTurnRuns, chainedStructuredTurns } from '../support/structured-busy.js';
 import { until } from '../support/structured-fakes.js';
+import { lastCliExited, traceMarks, unusedReasons } from '../support/early-start.js';
 
 /**
  * Issue 4 acceptance, the structured transport: the real pinned Codex binary (0.169.0) through
@@ -48,11 +49,18 @@ describe('Codex with --transport structured, end to end', () => {
     expect(rollout[0].payload).toMatchObject({ originator: 'codex_exec', cwd: work, cli_version: pinnedCli.codex.version });
   });
 
-  it('continue resumes with codex exec resume and recalls', async () => {
-    const run = await cal(['continue', handle, '--json', '--events', ...TIMEOUT, 'What was the codeword?']);
+  it('continue resumes with codex exec resume and recalls, in the codex exec cal\'s entry started before its modules loaded', async () => {
+    await lastCliExited(inspect);
+    const trace = path.join(s.root, 'first-continue-trace');
+    const run = await s.cal(['continue', handle, '--json', '--events', ...TIMEOUT, 'What was the codeword?'], { env: { CAL_TRACE_TIMING: trace } });
     expect(run.code).toBe(0);
     expect(run.json.turn).toMatchObject({ status: 'completed', answer: 'The codeword was PEAR.' });
     expect(eventsOf(run)).toEqual(['resuming', 'running', 'completed']);
+    // One codex of the turn, the early one (src/sessions/early-start.ts): Codex's preparation
+    // writes nothing, so the CLI started before it is kept.
+    const { lines, marks } = await traceMarks(trace);
+    expect(marks.filter((m) => m === 'structured-spawned'), unusedReasons(lines)).toHaveLength(1);
+    expect(marks.indexOf('structured-spawned')).toBeLessThan(marks.indexOf('main'));
   });
 
   it('kill-tmux has no pane to kill (non_applicable, as for an API session); continue still resumes with only the new message on the same rollout', async () => {

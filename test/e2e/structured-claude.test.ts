@@ -12,8 +12,7 @@ import { eventsOf, handleFromStderr, runCal } from '../support/cal.js';
 import { cliSuite, type CliSuite } from '../support/cli-suite.js';
 import { calBin, pinnedCli } from '../support/clis.js';
 import { busyWhileStructuredTurnRuns, chainedStructuredTurns } from '../support/structured-busy.js';
-import { until } from '../support/structured-fakes.js';
-import { processRuns } from '../../src/util/process-identity.js';
+import { lastCliExited as lastCliExitedOf, traceMarks, unusedReasons } from '../support/early-start.js';
 
 /**
  * Issue 15 acceptance for Claude Code: `--transport structured` drives the real pinned `claude`
@@ -34,15 +33,7 @@ describe('Claude Code with --transport structured, end to end', () => {
   const cal = (args: string[], input?: string) => suite.cal(args, input === undefined ? {} : { input });
   const inspect = async (h = handle) => (await cal(['inspect', h, '--json'])).json;
   const userMessagesOfLastTurn = () => server.turnRequests().at(-1)?.userMessages ?? [];
-  /**
-   * Until the last turn's claude -p, still exiting when cal returned, is gone, as it is by the
-   * time a person types the next message: cal's entry starts the next one early only then
-   * (sessions/early-start.ts), since what it writes as it exits would discard an early one.
-   */
-  const lastCliExited = async () => {
-    const proc = (await inspect()).provider.cliProcess as { pid: number; startTime: string | null } | null | undefined;
-    if (proc) await until(() => !processRuns(proc.pid, proc.startTime), `claude -p ${proc.pid} to exit`, 20_000);
-  };
+  const lastCliExited = () => lastCliExitedOf(inspect);
 
   beforeAll(async () => {
     suite = await cliSuite('claude-code', { prefix: 'structured-claude' });
@@ -82,9 +73,8 @@ describe('Claude Code with --transport structured, end to end', () => {
     expect(run.code, run.stderr).toBe(0);
     // Already the first continue after start runs the claude -p cal's entry started (the start
     // answered Claude's config again after the CLI's first run: nothing left to write now).
-    const lines = (await fs.readFile(trace, 'utf8')).split('\n').filter(Boolean);
-    const marks = lines.map((l) => l.split(' ')[2]);
-    expect(marks.filter((m) => m === 'structured-spawned'), lines.filter((l) => l.includes('early-launch-unused')).join('\n')).toHaveLength(1);
+    const { lines, marks } = await traceMarks(trace);
+    expect(marks.filter((m) => m === 'structured-spawned'), unusedReasons(lines)).toHaveLength(1);
     expect(marks.indexOf('structured-spawned')).toBeLessThan(marks.indexOf('main'));
     expect(run.json.turn).toMatchObject({ status: 'completed', answer: 'The codeword was QUINCE.' });
     expect(eventsOf(run)).toEqual(['resuming', 'running', 'completed']);
@@ -231,7 +221,6 @@ describe('Claude Code with --transport structured, end to end', () => {
     expect(recorded.argv).toEqual(expect.arrayContaining(['-p', '--resume', (await inspect()).provider.nativeSessionId]));
     // Only what the adapter set: none of the caller's own values.
     for (const [name, value] of Object.entries(recorded.set)) expect(suite.env[name], name).not.toBe(value);
-    const marksOf = async (file: string) => (await fs.readFile(file, 'utf8')).split('\n').filter(Boolean).map((l) => l.split(' ')[2]);
     const traced = async (n: number, env: Record<string, string> = {}) => {
       const trace = path.join(suite.root, `early-trace-${n}`);
       const message = `What was the codeword? (early ${n})`;
@@ -244,7 +233,7 @@ describe('Claude Code with --transport structured, end to end', () => {
       expect(server.turnRequests()).toHaveLength(1);
       expect(server.turnRequests()[0]!.userMessages.filter((m) => m === message)).toHaveLength(1);
       expect(server.turnRequests()[0]!.userMessages[0]).toBe(m1);
-      return marksOf(trace);
+      return (await traceMarks(trace)).marks;
     };
     // The recorded launch: started before main, and the only claude -p of the turn.
     const used = await traced(1);

@@ -63,6 +63,22 @@ describe('the trust policy in the adapter contract (issue 50, item 6)', () => {
     expect(mine.calls).toEqual(['trusted /work/repo tmux', 'prepare']);
   });
 
+  // A CLI cal's entry started early (early-launch.ts) is kept only when the launch's preparation
+  // says it wrote nothing: an adapter that answered anything but false discarded every one.
+  it('every registered CLI adapter, prepared a second time for the same folder, says it wrote nothing', async () => {
+    for (const adapter of await loadRegisteredAdapters()) {
+      const home = scratch();
+      const cwd = path.join(home, 'work');
+      mkdirSync(cwd);
+      mkdirSync(path.join(home, '.codex'));
+      const env = { HOME: home, CODEX_HOME: path.join(home, '.codex'), XDG_CONFIG_HOME: path.join(home, '.config'), XDG_DATA_HOME: path.join(home, '.local', 'share'), PATH: process.env.PATH ?? '' };
+      const cfg = { ...config(true), cwd };
+      const first = await prepareLaunch(adapter, env, cfg, 'structured');
+      expect(typeof first, adapter.name).toBe('boolean');
+      expect(await prepareLaunch(adapter, env, cfg, 'structured'), adapter.name).toBe(false);
+    }
+  });
+
   it('Claude Code: a trusted ancestor covers its subfolders', () => {
     const home = scratch();
     writeFileSync(path.join(home, '.claude.json'), JSON.stringify({ projects: { '/work': { hasTrustDialogAccepted: true }, '/other': { hasTrustDialogAccepted: false } } }));

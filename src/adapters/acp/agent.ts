@@ -41,6 +41,8 @@ export const acpAgentAdapter: CliAdapter = {
 
   async prepare(_env, config) {
     if (config.systemPrompt !== null) throw new CalError('usage', '--provider acp: ACP has no system prompt of its own; give it to the agent in its own configuration');
+    // Checks only: nothing is written that the agent reads at its start.
+    return false;
   },
 
   launch() {

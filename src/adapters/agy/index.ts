@@ -44,8 +44,10 @@ export const agyAdapter: CliAdapter = {
 
   folderTrust: { kind: 'none', why: 'agy runs in print mode, which has no folder trust' },
 
-  async prepare(_env: Record<string, string>, _config: SessionConfig): Promise<void> {
+  async prepare(_env: Record<string, string>, _config: SessionConfig): Promise<boolean> {
     // No dialog to pre-answer in print mode; --system-prompt and --mcp-config are refused per turn.
+    // Checks only: nothing is written that the CLI reads at its start.
+    return false;
   },
 
   // The id exists only once a run reports it: a first turn is bound by its result, never searched.

@@ -122,11 +122,13 @@ export const clineAdapter: CliAdapter = {
     return pinSupported('Cline CLI', await pinCli(found, env), clineVersions);
   },
 
-  async prepare(_env: Record<string, string>, config: SessionConfig): Promise<void> {
+  async prepare(_env: Record<string, string>, config: SessionConfig): Promise<boolean> {
     if (!(config.toolPolicy in AUTO_APPROVE)) {
       throw new CalError('usage', `cline: tool policy ${config.toolPolicy} has no Cline equivalent (known: ${Object.keys(AUTO_APPROVE).join(', ')})`);
     }
     if (config.mcpConfigPath) clineMcpSettings(config.mcpConfigPath);
+    // Checks only: nothing is written that the CLI reads at its start.
+    return false;
   },
 
   launch(req: LaunchRequest): LaunchPlan {

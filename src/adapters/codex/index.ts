@@ -117,11 +117,13 @@ export const codexAdapter: CliAdapter = {
     howToTrust: (cwd) => `run \`codex\` in ${cwd} once and answer "Trust and continue" (or add [projects."<its git root>"] trust_level = "trusted" to Codex's config.toml)`,
   },
 
-  async prepare(env: Record<string, string>, _config: SessionConfig): Promise<void> {
+  async prepare(env: Record<string, string>, _config: SessionConfig): Promise<boolean> {
     // Everything is pre-answered on the command line; only a missing CODEX_HOME is worth a clear word.
     if (env.CODEX_HOME && !existsSync(env.CODEX_HOME)) {
       throw new CalError('usage', `CODEX_HOME=${env.CODEX_HOME} does not exist: create it (Codex keeps its config and sessions there) or unset it`);
     }
+    // Checks only: nothing is written that the CLI reads at its start.
+    return false;
   },
 
   launch(req: LaunchRequest): LaunchPlan {

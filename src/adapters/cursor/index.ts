@@ -55,10 +55,12 @@ export const cursorAdapter: CliAdapter = {
     howToTrust: (cwd) => `run \`cursor-agent\` in ${cwd} once and trust the workspace`,
   },
 
-  async prepare(_env: Record<string, string>, config: SessionConfig): Promise<void> {
+  async prepare(_env: Record<string, string>, config: SessionConfig): Promise<boolean> {
     if (config.mcpConfigPath && !existsSync(config.mcpConfigPath)) {
       throw new CalError('usage', `the MCP config ${config.mcpConfigPath} does not exist`);
     }
+    // Checks only: nothing is written that the CLI reads at its start.
+    return false;
   },
 
   // The id exists only once a run reports it: a first turn is bound by its result, never searched.

@@ -258,7 +258,7 @@ export const geminiAdapter: CliAdapter = {
     howToTrust: (cwd) => `run \`gemini\` in ${cwd} once and answer "Trust folder" (it writes ~/.gemini/trustedFolders.json)`,
   },
 
-  async prepare(env: Record<string, string>, config: SessionConfig): Promise<void> {
+  async prepare(env: Record<string, string>, config: SessionConfig): Promise<boolean> {
     if (!(config.toolPolicy in APPROVAL_MODES)) {
       throw new CalError('usage', `gemini: tool policy ${config.toolPolicy} has no Gemini approval mode (known: ${Object.keys(APPROVAL_MODES).join(', ')})`);
     }
@@ -266,6 +266,8 @@ export const geminiAdapter: CliAdapter = {
     readUserSettings(env);
     if (config.mcpConfigPath) geminiMcpServers(config.mcpConfigPath);
     checkRetentionOff(env);
+    // Checks only: nothing is written that the CLI reads at its start.
+    return false;
   },
 
   launch(req: LaunchRequest): LaunchPlan {

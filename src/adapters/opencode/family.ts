@@ -63,10 +63,12 @@ export function opencodeFamily(flavour: OpencodeFlavour): OpencodeFamilyParts {
     toolPolicies: [...TOOL_POLICIES] as ToolPolicy[],
     envNames: userEnvNames(flavour),
 
-    async prepare(_env: Record<string, string>, config: SessionConfig): Promise<void> {
+    async prepare(_env: Record<string, string>, config: SessionConfig): Promise<boolean> {
       checkToolPolicy(flavour, config.toolPolicy);
       // Read now, so a bad file is a usage error before anything is sent, not a failure in a pane.
       if (config.mcpConfigPath) opencodeMcpServers(config.mcpConfigPath, flavour.label);
+      // Checks only: nothing is written that the CLI reads at its start.
+      return false;
     },
 
     launch(req: LaunchRequest): LaunchPlan {

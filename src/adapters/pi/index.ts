@@ -88,12 +88,14 @@ export const piAdapter: CliAdapter = {
 
   folderTrust: { kind: 'none', why: 'Pi has no trust, auth or theme dialog: it runs the same in any folder' },
 
-  async prepare(_env: Record<string, string>, config: SessionConfig): Promise<void> {
+  async prepare(_env: Record<string, string>, config: SessionConfig): Promise<boolean> {
     // No trust, auth or theme dialog exists: nothing to pre-answer. An MCP config must be readable
     // now, not found missing inside the pane.
     if (config.mcpConfigPath && !existsSync(config.mcpConfigPath)) {
       throw new CalError('usage', `the MCP config ${config.mcpConfigPath} does not exist`);
     }
+    // Checks only: nothing is written that the CLI reads at its start.
+    return false;
   },
 
   launch(req: LaunchRequest): LaunchPlan {

@@ -178,12 +178,14 @@ export const qwenAdapter: CliAdapter = {
     howToTrust: (cwd) => `run \`qwen\` in ${cwd} once and trust the folder (it writes ~/.qwen/trustedFolders.json)`,
   },
 
-  async prepare(_env: Record<string, string>, config: SessionConfig): Promise<void> {
+  async prepare(_env: Record<string, string>, config: SessionConfig): Promise<boolean> {
     if (!(config.toolPolicy in APPROVAL_MODES)) {
       throw new CalError('usage', `qwen: tool policy ${config.toolPolicy} has no Qwen approval mode (known: ${Object.keys(APPROVAL_MODES).join(', ')})`);
     }
     // Read now, so a bad file is a usage error before anything is sent, not a failure in a pane.
     if (config.mcpConfigPath) qwenMcpServers(config.mcpConfigPath);
+    // Checks only: nothing is written that the CLI reads at its start.
+    return false;
   },
 
   launch(req: LaunchRequest): LaunchPlan {
