@@ -186,9 +186,16 @@ function phaseWords(kind, phases) {
   const ms = (x) => (x === null ? '-' : `${x.toFixed(0)} ms`);
   const common = `to cal's entry ${ms(phase(phases, 'start', 'main'))}, module graph ${ms(phase(phases, 'main', 'command-loaded'))}, turn recorded and locked ${ms(phase(phases, 'command-loaded', 'locked'))}`;
   if (kind === 'tmux') {
-    return `${common}, draft check ${ms(phase(phases, 'handle-loaded', 'draft-checked'))}, paste and submit ${ms(phase(phases, 'sending-recorded', 'paste-sent'))}, the CLI's turn to its record read ${ms(phase(phases, 'paste-sent', 'end-read'))}, record read to exit ${ms(phase(phases, 'end-read', 'exit'))}`;
+    return `${common}, draft check ${ms(phase(phases, 'handle-loaded', 'draft-checked'))}, paste and submit ${ms(phase(phases, 'sending-recorded', 'paste-sent'))}, the CLI's turn to its record read ${ms(phase(phases, 'paste-sent', 'end-read'))}, record read to exit ${ms(phase(phases, 'end-read', 'exit'))}${exitWords(phases, 'end-read')}`;
   }
-  return `to the CLI's spawn ${ms(phase(phases, 'start', 'structured-spawned'))} (${common}), the CLI ${ms(phase(phases, 'structured-spawned', 'structured-exited'))}, its end to cal's exit ${ms(phase(phases, 'structured-exited', 'exit'))}`;
+  return `to the CLI's spawn ${ms(phase(phases, 'start', 'structured-spawned'))} (${common}), the CLI ${ms(phase(phases, 'structured-spawned', 'structured-exited'))}, its end to cal's exit ${ms(phase(phases, 'structured-exited', 'exit'))}${exitWords(phases, 'structured-exited')}`;
+}
+
+/** The part after the CLI's end: cal's command finishing, then its process ending (`command-done`). */
+function exitWords(phases, from) {
+  const work = phase(phases, from, 'command-done');
+  const exit = phase(phases, 'command-done', 'exit');
+  return work === null || exit === null ? '' : ` (the command ${work.toFixed(0)} ms, the process's exit ${exit.toFixed(0)} ms)`;
 }
 
 export async function benchAll(providers) {

@@ -99,6 +99,7 @@ export async function main(argv: string[]): Promise<number> {
     });
     timingMark('command-loaded');
     await program.parseAsync(argv);
+    timingMark('command-done');
     return code;
   } catch (err) {
     if (err instanceof CommanderError && (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help')) return 0;

@@ -200,7 +200,7 @@ export function startRecordedLaunch(sessionDir: string, env: NodeJS.ProcessEnv, 
     const stamp = fileStamp(record.transcript);
     early = { launch, spawned: spawnToFiles(launch, 'pipe'), transcript: record.transcript, stamp };
     // Whatever path cal takes to its exit, a CLI nothing took ends unsent.
-    process.once('exit', discardEarlyLaunch);
+    process.once('exit', () => discardEarlyLaunch('nothing took it before cal exited'));
   } catch {
     early = null;
   }
@@ -216,19 +216,22 @@ export function takeEarlyLaunch(launch: JsonlLaunch, transcript: string | null):
   const child = started.spawned.child;
   const running = child.exitCode === null && child.signalCode === null;
   if (!running || started.transcript !== transcript || !sameLaunch(started.launch, launch)) {
-    earlyLaunchUnused(!running ? 'it exited' : started.transcript !== transcript ? 'another transcript' : 'another launch');
-    discardEarlyLaunch();
+    discardEarlyLaunch(!running ? 'it exited' : started.transcript !== transcript ? 'another transcript' : 'another launch');
     return null;
   }
   early = null;
   return { spawned: started.spawned, stamp: started.stamp };
 }
 
-/** Kills the CLI the entry started, unless a turn took it (nothing was written to it). */
-export function discardEarlyLaunch(): void {
+/**
+ * Kills the CLI the entry started, unless a turn took it (nothing was written to it), and says
+ * why in the timing trace: a discard nobody sees is how Codex's early start went unused.
+ */
+export function discardEarlyLaunch(reason: string): void {
   const started = early;
   if (!started) return;
   early = null;
+  earlyLaunchUnused(reason);
   try {
     started.spawned.child.kill('SIGKILL');
     started.spawned.child.stdin?.destroy();

@@ -162,7 +162,7 @@ export async function startStructuredTurn(req: Pick<TurnRequest, 'adapter' | 'ha
     const cli = await checkPinned(handle.cli, req.env, adapter.executable, adapter.readVersion);
     // Before the start: the CLI reads its config when it starts, not when its message comes. A
     // CLI cal's entry started already read it before anything this wrote (early-launch.ts).
-    if (await prepareLaunch(adapter, req.env, req.config, 'structured')) discardEarlyLaunch();
+    if (await prepareLaunch(adapter, req.env, req.config, 'structured')) discardEarlyLaunch("the launch's preparation wrote what the CLI reads at its start");
     return start({
       cli,
       env: req.env,

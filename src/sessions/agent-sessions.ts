@@ -191,7 +191,7 @@ export class AgentSessions {
     const noTrust = req.trustWorkingDir === false || !(await readTrustWorkingDir(this.store.layout.root));
     const started = await this.startEarly(noTrust ? { ...handle, config: { ...handle.config, trustWorkingDir: false } } : handle, req.env);
     // A CLI cal's entry started for this continue that the turn did not take ends unsent now.
-    discardEarlyLaunch();
+    discardEarlyLaunch('the turn did not take it (another transport, a stale or busy handle, or no start)');
     try {
       return await this.runTurn(handle, req.message, { ...req, ...(noTrust ? { trustWorkingDir: false } : {}) }, req.correlationId ?? null, started);
     } finally {

@@ -171,7 +171,7 @@ describe("a structured CLI started by cal's entry", () => {
   });
   const writeHandle = (handle: unknown) => writeFileSync(handleFile(), JSON.stringify(handle), { mode: 0o600 });
   afterEach(async () => {
-    discardEarlyLaunch();
+    discardEarlyLaunch('the test is over');
     await fs.rm(dir, { recursive: true, force: true });
   });
 
@@ -322,11 +322,14 @@ describe("a structured CLI started by cal's entry", () => {
       const fs = await import('node:fs');
       while (!fs.readdirSync(${JSON.stringify(dir)}).some((f) => f.startsWith('started-'))) await new Promise((r) => setTimeout(r, 10));
       process.exit(0);`;
-    const res = spawnSync(process.execPath, ['--input-type=module', '-e', script], { env: env(), encoding: 'utf8', timeout: 20_000 });
+    const trace = path.join(dir, 'trace');
+    const res = spawnSync(process.execPath, ['--input-type=module', '-e', script], { env: { ...env(), CAL_TRACE_TIMING: trace }, encoding: 'utf8', timeout: 20_000 });
     expect(res.status, res.stderr).toBe(0);
     const pid = started()[0] as number;
     await until(() => !processExists(pid), 'the early CLI to end');
     // An end on its stdin's close would have read it (empty): a kill reads nothing.
     expect(gotInput(pid)).toBe(false);
+    // Every discard says why in the timing trace (a silent one hid Codex's unused early start).
+    expect(readFileSync(trace, 'utf8')).toMatch(/ early-launch-unused "nothing took it before cal exited"\n/);
   });
 });
