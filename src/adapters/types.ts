@@ -264,10 +264,9 @@ interface CliAdapterBase {
   readVersion?(executable: string, env: Record<string, string>): Promise<string>;
   /**
    * Pre-answer startup dialogs for this working directory (onboarding, …; folder trust is
-   * `folderTrust`'s, applied by the engine before this). Resolves to true when it wrote what a
-   * CLI reads at its start, false when everything was in place and nothing was written: a CLI
-   * cal's entry started early read the same configuration, and is kept only on false. A boolean,
-   * never void: an adapter that said nothing discarded every early start (Codex did, unseen).
+   * `folderTrust`'s, applied by the engine before this). True when it wrote what a CLI reads at
+   * its start; false when nothing was written, the only answer that keeps a CLI cal's entry
+   * started early (a void answer discarded every one of Codex's, unseen).
    */
   prepare(env: Record<string, string>, config: SessionConfig): Promise<boolean>;
   launch(req: LaunchRequest): LaunchPlan;

@@ -122,7 +122,7 @@ describe('the Gemini home cal manages for a session', () => {
     await fs.writeFile(path.join(userHome, '.gemini', 'settings.json'), '{}');
     await fs.writeFile(path.join(root, 'bad-mcp.json'), '{"servers": {}}');
     await expect(geminiAdapter.prepare({ HOME: userHome }, { ...config, mcpConfigPath: path.join(root, 'bad-mcp.json') })).rejects.toThrow(/mcp-config/);
-    await expect(geminiAdapter.prepare({ HOME: userHome }, config)).resolves.toBeUndefined();
+    await expect(geminiAdapter.prepare({ HOME: userHome }, config)).resolves.toBe(false);
   });
 
   it('only system settings that turn retention back on are refused (cal turns it off in its own home)', async () => {
@@ -155,7 +155,7 @@ describe('Gemini launches', () => {
   it('against cal’s scripted model each request names its session in a header; never against the user’s own home', async () => {
     const env = await geminiAdapter.scriptedModelEnv(path.join(root, 'scripted'), 'http://127.0.0.1:9', { PATH: '/bin', GEMINI_CLI_CUSTOM_HEADERS: 'a: b' });
     expect(env).toMatchObject({ GEMINI_CLI_HOME: path.join(root, 'scripted', 'gemini-home'), GOOGLE_GEMINI_BASE_URL: 'http://127.0.0.1:9' });
-    await expect(geminiAdapter.prepare(env, config)).resolves.toBeUndefined();
+    await expect(geminiAdapter.prepare(env, config)).resolves.toBe(false);
     const plan = geminiAdapter.launch({ cli, env, config, mode: 'resume', sessionId: 'abc', message: 'hi', sessionDir });
     expect(plan.env.GEMINI_CLI_CUSTOM_HEADERS).toBe('a: b, x-gemini-session-id: abc');
     // The scripted home is the "user's" here: its settings reach the managed home.
