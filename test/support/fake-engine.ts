@@ -159,6 +159,7 @@ export function fakeAdapter(cli: FakeCli, opts: FakeAdapterOptions = {}): CliAda
     },
     async prepare() {
       adapter.prepared++;
+      return false;
     },
     launch(req: LaunchRequest) {
       adapter.launches.push(req);
