@@ -103,7 +103,8 @@ async function bench(provider) {
     let command = null;
     let commandMessage = null;
 
-    const rows = { tmux: { cal: [], phases: [], storeReads: [] }, structured: { cal: [], phases: [], storeReads: [] }, bare: [] };
+    const row = () => ({ cal: [], phases: [], storeReads: [], unusedEarly: [] });
+    const rows = { tmux: row(), structured: row(), bare: [] };
     const trace = path.join(scratch, 'trace');
     const calTurn = async (kind, handle, message) => {
       const run = await calTimed(['--state-dir', states.cal, 'continue', handle, message], { env, trace });
@@ -115,6 +116,8 @@ async function bench(provider) {
       // starts the binary), counted per turn.
       const trace_ = await fs.readFile(trace, 'utf8').catch(() => '');
       rows[kind].storeReads.push(trace_.split('\n').filter((l) => l.split(' ')[2] === 'store-read').length);
+      // A CLI cal's entry started and the turn did not use (a second spawn): why, from the trace.
+      for (const l of trace_.split('\n')) if (l.split(' ')[2] === 'early-launch-unused') rows[kind].unusedEarly.push(JSON.parse(l.split(' ').slice(3).join(' ')));
       if (kind === 'structured') [command, commandMessage] = [await traceDetails(trace), message];
     };
     const bareTurn = async (message) => {
@@ -137,7 +140,7 @@ async function bench(provider) {
     };
     // One structured turn first: it tells the bare side the command to replay.
     await calTurn('structured', structured, 'What was the codeword? (warm-up)');
-    rows.structured = { cal: [], phases: [], storeReads: [] };
+    rows.structured = row();
     const quiet = await untilQuiet();
     for (let i = 0; i < RUNS; i++) {
       const message = `What was the codeword? (${i})`;
@@ -177,9 +180,10 @@ export function floorRatio(kind, phases, bareMs, nodeMs) {
 }
 
 /** cal's phases of one row, as words: where its own time goes. */
-export function phaseText(kind, phases, storeReads = []) {
+export function phaseText(kind, phases, storeReads = [], unusedEarly = []) {
   const reads = storeReads.some((n) => n > 0) ? `; store reads a turn ${median(storeReads)}` : '';
-  return phaseWords(kind, phases) + reads;
+  const unused = unusedEarly.length ? `; the CLI cal's entry started went unused ${unusedEarly.length} times (${[...new Set(unusedEarly)].join('; ')})` : '';
+  return phaseWords(kind, phases) + reads + unused;
 }
 
 function phaseWords(kind, phases) {
@@ -229,7 +233,7 @@ if (import.meta.url === pathToFileURL(path.resolve(process.argv[1] ?? '')).href)
       const verdict = target === undefined ? '' : ratio <= target ? ` PASS (≤ ${target}x)` : ` FAIL (≤ ${target}x)`;
       if (verdict.startsWith(' FAIL')) failed++;
       console.log(`${r.provider} ${r.version} ${kind}: cal ${median(r.rows[kind].cal).toFixed(0)} ms vs bare ${bare.toFixed(0)} ms, ${ratio.toFixed(2)}x${verdict}`);
-      console.log(`  ${phaseText(kind, r.rows[kind].phases, r.rows[kind].storeReads)}`);
+      console.log(`  ${phaseText(kind, r.rows[kind].phases, r.rows[kind].storeReads, r.rows[kind].unusedEarly)}`);
     }
   }
   if (out) await fs.writeFile(out, JSON.stringify(results));

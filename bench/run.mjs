@@ -216,7 +216,7 @@ async function perCli() {
       const name = `\`${r.provider}\` ${r.version} ${kind}: \`cal continue\` vs ${against}`;
       const floor = floorRatio(kind, r.rows[kind].phases, bare, nodeStartup);
       const floorText = floor === null ? '' : `; \`node -e 0\` and the CLI's own part alone: ${floor.toFixed(2)}x`;
-      const detail = phaseText(kind, r.rows[kind].phases, r.rows[kind].storeReads) + floorText;
+      const detail = phaseText(kind, r.rows[kind].phases, r.rows[kind].storeReads, r.rows[kind].unusedEarly) + floorText;
       if (target === undefined) report.measured(name, `${fmt(cal)} vs ${fmt(bare)}`, cal / bare, detail);
       else report.relative(name, cal, bare, target, 'bare', detail);
     }
