@@ -55,14 +55,17 @@ function collect(value, out, key = 'content') {
   else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) collect(v, out, k);
 }
 
-/** The detail lines of a trace (`<t> <pid> <name> <json>`), the last of each name. */
-async function traceDetails(trace) {
-  const out = {};
-  for (const line of (await fs.readFile(trace, 'utf8').catch(() => '')).split('\n')) {
+/** The detail lines of a trace's text (`<t> <pid> <name> <json>`), in order, as [name, value]. */
+function detailLines(text) {
+  return text.split('\n').flatMap((line) => {
     const m = /^\S+ \S+ (\S+) (.*)$/.exec(line);
-    if (m) out[m[1]] = JSON.parse(m[2]);
-  }
-  return out;
+    return m ? [[m[1], JSON.parse(m[2])]] : [];
+  });
+}
+
+/** The detail lines of a trace, the last of each name. */
+async function traceDetails(trace) {
+  return Object.fromEntries(detailLines(await fs.readFile(trace, 'utf8').catch(() => '')));
 }
 
 /** The handle as `cal inspect --json` shows it: its native id, transcript and per-session folder. */
@@ -117,7 +120,7 @@ async function bench(provider) {
       const trace_ = await fs.readFile(trace, 'utf8').catch(() => '');
       rows[kind].storeReads.push(trace_.split('\n').filter((l) => l.split(' ')[2] === 'store-read').length);
       // A CLI cal's entry started and the turn did not use (a second spawn): why, from the trace.
-      for (const l of trace_.split('\n')) if (l.split(' ')[2] === 'early-launch-unused') rows[kind].unusedEarly.push(JSON.parse(l.split(' ').slice(3).join(' ')));
+      for (const [name, why] of detailLines(trace_)) if (name === 'early-launch-unused') rows[kind].unusedEarly.push(why);
       if (kind === 'structured') [command, commandMessage] = [await traceDetails(trace), message];
     };
     const bareTurn = async (message) => {
